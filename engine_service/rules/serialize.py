@@ -1,0 +1,65 @@
+"""A state (or a view) to compact bytes and back: version byte + zlib-compressed JSON.
+
+The catalog fingerprint travels with the state, so bytes written under other card data are
+refused with a clear error instead of being read as different cards.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+from engine_service.rules.config import GameConfig
+from engine_service.rules.errors import SerializationError
+from engine_service.rules.state import State
+from engine_service.rules.tables import Tables, default_tables
+
+FORMAT_VERSION = 1
+_FIELDS = tuple(k for k in State.__slots__ if k not in ("T", "config"))
+
+
+def _tuples(x: Any) -> Any:
+    return tuple(_tuples(i) for i in x) if isinstance(x, list) else x
+
+
+def to_primitive(s: State) -> list[Any]:
+    c = s.config
+    return [s.T.catalog.fingerprint, [c.sets, c.players, c.seed], *(getattr(s, k) for k in _FIELDS)]
+
+
+def from_primitive(data: list[Any], tables: Tables | None = None) -> State:
+    T = tables or default_tables()
+    try:
+        fingerprint, (sets, players, seed), *values = data
+    except (TypeError, ValueError) as e:
+        raise SerializationError(f"not a serialized state: {e}") from None
+    if fingerprint != T.catalog.fingerprint:
+        raise SerializationError(
+            f"state was written with card data {fingerprint!r}, this engine has {T.catalog.fingerprint!r}"
+        )
+    if len(values) != len(_FIELDS):
+        raise SerializationError(f"expected {len(_FIELDS)} fields, got {len(values)}")
+    s = State.__new__(State)
+    s.T = T
+    s.config = GameConfig(sets=sets, players=players, seed=seed)
+    for k, v in zip(_FIELDS, values, strict=True):
+        setattr(s, k, v)
+    s.stack = [_tuples(e) for e in s.stack]
+    s.decision = _tuples(s.decision)
+    return s
+
+
+def serialize(s: State) -> bytes:
+    blob = json.dumps(to_primitive(s), separators=(",", ":")).encode()
+    return bytes([FORMAT_VERSION]) + zlib.compress(blob, 6)
+
+
+def deserialize(data: bytes, tables: Tables | None = None) -> State:
+    if not data or data[0] != FORMAT_VERSION:
+        raise SerializationError(f"unknown state format version {data[:1]!r} (this engine reads {FORMAT_VERSION})")
+    try:
+        raw = json.loads(zlib.decompress(data[1:]))
+    except (zlib.error, ValueError) as e:
+        raise SerializationError(f"corrupt state bytes: {e}") from None
+    return from_primitive(raw, tables)

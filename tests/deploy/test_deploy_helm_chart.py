@@ -1,0 +1,883 @@
+"""The Helm chart deploy/helm/ascension-engine, rendered by the real Helm library.
+
+helm_python embeds Helm's Go SDK (libhelm_c); rendering and linting run offline.
+Every rendered manifest of the core API is validated against the Kubernetes
+1.30 OpenAPI schemas in strict mode (unknown fields are errors); the Prometheus
+Operator kinds are checked against their required fields separately.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from conftest import CHART_DIR, CONTRACT, DEPLOY, KUBE_VERSION, load_yaml_documents
+
+helm_python.disable_logging()
+
+RELEASE = "demo"
+NAMESPACE = "games"
+MONITORING_API = "monitoring.coreos.com/v1"
+STANDARD_LABELS = (
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/component",
+    "helm.sh/chart",
+)
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+# Feature flags, one scenario each, plus everything at once.
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "engine-hpa": {"engine": {"autoscaling": {"enabled": True}}},
+    "worker-hpa": {"worker": {"autoscaling": {"enabled": True}}},
+    "engine-pdb": {"engine": {"podDisruptionBudget": {"enabled": True}}},
+    "engine-pdb-max-unavailable": {
+        "engine": {"podDisruptionBudget": {"enabled": True, "minAvailable": None, "maxUnavailable": "25%"}}
+    },
+    "worker-pdb": {"worker": {"podDisruptionBudget": {"enabled": True}}},
+    "service-monitor": {"metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}}},
+    "prometheus-rule": {"metrics": {"prometheusRule": {"enabled": True}}},
+    "grafana-dashboard": {"metrics": {"grafanaDashboard": {"enabled": True}}},
+    "no-scrape-annotations": {"metrics": {"podAnnotations": False}},
+    "external-redis-url": {
+        "redis": {"enabled": False},
+        "externalRedis": {"url": "rediss://:secret@redis.example.internal:6380/2"},
+    },
+    "external-redis-secret": {
+        "redis": {"enabled": False},
+        "externalRedis": {"existingSecret": "games-redis", "existingSecretKey": "url"},
+    },
+    "broker-url": {"broker": {"url": "amqp://guest:guest@rabbitmq:5672//"}},
+    "broker-secret": {"broker": {"existingSecret": "games-broker", "existingSecretKey": "amqp"}},
+    "redis-ephemeral": {"redis": {"persistence": {"enabled": False}}},
+    "redis-storage-class": {"redis": {"persistence": {"storageClass": "fast-ssd", "size": "20Gi"}}},
+    "no-sweeper": {"sweeper": {"enabled": False}},
+    "no-headless": {"engine": {"headlessService": {"enabled": False}}},
+    "no-prestop": {"engine": {"preStopSleepSeconds": 0}},
+    "long-shutdown-grace": {"engine": {"shutdownGraceSeconds": 90}},
+    "explicit-termination-grace": {"engine": {"terminationGracePeriodSeconds": 120}},
+    "existing-service-account": {"serviceAccount": {"create": False, "name": "games-sa"}},
+    "scheduling": {
+        "imagePullSecrets": [{"name": "regcred"}],
+        "commonLabels": {"team": "games"},
+        "engine": {
+            "nodeSelector": {"kubernetes.io/os": "linux"},
+            "tolerations": [{"key": "games", "operator": "Exists", "effect": "NoSchedule"}],
+            "affinity": {
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 100,
+                            "podAffinityTerm": {
+                                "topologyKey": "kubernetes.io/hostname",
+                                "labelSelector": {"matchLabels": {"app.kubernetes.io/component": "engine"}},
+                            },
+                        }
+                    ]
+                }
+            },
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"app.kubernetes.io/component": "engine"}},
+                }
+            ],
+            "extraEnv": [{"name": "PYTHONFAULTHANDLER", "value": "1"}],
+            "priorityClassName": "games-high",
+            "podAnnotations": {"example.com/owner": "games"},
+        },
+        "worker": {"nodeSelector": {"node.kubernetes.io/instance-type": "c7i.2xlarge"}},
+    },
+    "everything": {
+        "engine": {
+            "autoscaling": {"enabled": True},
+            "podDisruptionBudget": {"enabled": True},
+        },
+        "worker": {"autoscaling": {"enabled": True}, "podDisruptionBudget": {"enabled": True}},
+        "metrics": {
+            "serviceMonitor": {"enabled": True},
+            "prometheusRule": {"enabled": True},
+            "grafanaDashboard": {"enabled": True},
+        },
+        "broker": {"url": "redis://broker:6379/1"},
+    },
+}
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+@cache
+def _chart() -> helm_python.Chart:
+    return helm_python.Chart.load(str(CHART_DIR))
+
+
+def render(values: dict[str, Any], release: str = RELEASE) -> dict[str, str]:
+    return _chart().render(values, name=release, namespace=NAMESPACE)
+
+
+@cache
+def _render_scenario(name: str, release: str = RELEASE) -> tuple[dict[str, Any], ...]:
+    rendered = render(SCENARIOS[name], release)
+    docs: list[dict[str, Any]] = []
+    for path, text in sorted(rendered.items()):
+        if path.endswith("NOTES.txt"):
+            continue
+        for doc in load_yaml_documents(text):
+            doc.setdefault("metadata", {}).setdefault("annotations", None)
+            if doc["metadata"]["annotations"] is None:
+                del doc["metadata"]["annotations"]
+            docs.append(doc)
+    return tuple(docs)
+
+
+def manifests(name: str, release: str = RELEASE) -> list[dict[str, Any]]:
+    return copy.deepcopy(list(_render_scenario(name, release)))
+
+
+def merged_values(name: str) -> dict[str, Any]:
+    return _merge(_chart().values, SCENARIOS[name])
+
+
+def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [doc for doc in docs if doc["kind"] == kind]
+
+
+def one(docs: list[dict[str, Any]], kind: str, component: str) -> dict[str, Any]:
+    found = [
+        doc
+        for doc in by_kind(docs, kind)
+        if doc["metadata"]["labels"].get("app.kubernetes.io/component") == component
+    ]
+    assert len(found) == 1, f"expected one {kind} of component {component}, found {len(found)}"
+    return found[0]
+
+
+def pod_specs(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(name, pod metadata, pod spec) of every workload and bare Pod."""
+    out = []
+    for doc in docs:
+        if doc["kind"] in {"Deployment", "StatefulSet"}:
+            template = doc["spec"]["template"]
+            out.append((doc["metadata"]["name"], template["metadata"], template["spec"]))
+        elif doc["kind"] == "Pod":
+            out.append((doc["metadata"]["name"], doc["metadata"], doc["spec"]))
+    return out
+
+
+def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {item["name"]: item for item in container.get("env", [])}
+
+
+def selector_matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+scenario_names = pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+
+
+# ---------------------------------------------------------------------------
+# Rendering and schema validation of every manifest
+# ---------------------------------------------------------------------------
+
+
+@scenario_names
+def test_every_core_manifest_is_valid_kubernetes_1_30(scenario: str) -> None:
+    docs = manifests(scenario)
+    assert docs, "the chart rendered nothing"
+    for doc in docs:
+        if doc["apiVersion"] == MONITORING_API:
+            continue  # CRDs: see test_prometheus_operator_resources_have_required_fields
+        try:
+            kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            path = ".".join(str(part) for part in error.path)
+            pytest.fail(f"{doc['kind']}/{doc['metadata']['name']}: {path}: {error.message}")
+        except kubernetes_validate.SchemaNotFoundError as error:
+            pytest.fail(f"no Kubernetes {KUBE_VERSION} schema for {doc['kind']} {doc['apiVersion']}: {error.message}")
+
+
+def test_validation_is_not_vacuous() -> None:
+    """The validator really rejects a broken Deployment from this chart."""
+    deployment = one(manifests("defaults"), "Deployment", "engine")
+    deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["grpc"]["prot"] = 1
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBE_VERSION, strict=True)
+    deployment = one(manifests("defaults"), "Deployment", "engine")
+    deployment["spec"]["replicas"] = "two"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBE_VERSION, strict=True)
+
+
+@scenario_names
+def test_helm_lint_strict_passes(scenario: str) -> None:
+    report = helm_python.lint(str(CHART_DIR), SCENARIOS[scenario], strict=True, namespace=NAMESPACE)
+    assert report["errors"] == []
+    serious = [message for message in report["messages"] if message["severity"] >= 2]
+    assert serious == []
+
+
+def test_helm_lint_reports_a_broken_value() -> None:
+    report = helm_python.lint(str(CHART_DIR), {"engine": {"grpcPort": "grpc"}}, strict=True)
+    assert report["errors"], "lint accepted a string port"
+
+
+# ---------------------------------------------------------------------------
+# Labels, names, selectors
+# ---------------------------------------------------------------------------
+
+
+@scenario_names
+def test_standard_labels_and_names(scenario: str) -> None:
+    values = merged_values(scenario)
+    for doc in manifests(scenario):
+        meta = doc["metadata"]
+        where = f"{doc['kind']}/{meta['name']}"
+        assert DNS1123_LABEL.match(meta["name"]) and len(meta["name"]) <= 63, where
+        labels = meta.get("labels", {})
+        for key in STANDARD_LABELS:
+            if key == "app.kubernetes.io/component" and doc["kind"] in {"ServiceMonitor", "PrometheusRule", "ConfigMap", "ServiceAccount"}:
+                continue  # release-wide objects
+            assert key in labels, f"{where} lacks label {key}"
+        assert labels["app.kubernetes.io/instance"] == RELEASE
+        assert labels["app.kubernetes.io/managed-by"] == "Helm"
+        assert labels["app.kubernetes.io/name"] == "ascension-engine"
+        assert labels["helm.sh/chart"] == "ascension-engine-0.1.0"
+        for key, value in values["commonLabels"].items():
+            assert labels.get(key) == value, f"{where} lacks common label {key}"
+
+
+def test_names_fit_63_characters_for_the_longest_release_name() -> None:
+    release = "r" * 53  # Helm's limit for release names
+    names = [doc["metadata"]["name"] for doc in manifests("everything", release)]
+    assert names
+    for name in names:
+        assert len(name) <= 63 and DNS1123_LABEL.match(name), name
+    assert len(set(names)) == len(names) or True  # kinds differ; uniqueness checked per kind below
+    for kind in {doc["kind"] for doc in manifests("everything", release)}:
+        kind_names = [d["metadata"]["name"] for d in manifests("everything", release) if d["kind"] == kind]
+        assert len(kind_names) == len(set(kind_names)), f"two {kind}s share a name"
+
+
+@scenario_names
+def test_workload_selectors_match_their_pod_labels_and_are_disjoint(scenario: str) -> None:
+    docs = manifests(scenario)
+    workloads = by_kind(docs, "Deployment") + by_kind(docs, "StatefulSet")
+    for workload in workloads:
+        selector = workload["spec"]["selector"]["matchLabels"]
+        assert selector_matches(selector, workload["spec"]["template"]["metadata"]["labels"])
+        assert "app.kubernetes.io/version" not in selector, "selectors must not change on upgrade"
+        assert "helm.sh/chart" not in selector, "selectors must not change on upgrade"
+        others = [w for w in workloads if w is not workload]
+        for other in others:
+            assert not selector_matches(selector, other["spec"]["template"]["metadata"]["labels"]), (
+                f"{workload['metadata']['name']} selects the pods of {other['metadata']['name']}"
+            )
+
+
+@scenario_names
+def test_services_select_pods_with_the_named_ports(scenario: str) -> None:
+    docs = manifests(scenario)
+    pods = pod_specs([d for d in docs if d["kind"] in {"Deployment", "StatefulSet"}])
+    for service in by_kind(docs, "Service"):
+        selected = [spec for _, meta, spec in pods if selector_matches(service["spec"]["selector"], meta["labels"])]
+        assert len(selected) == 1, f"Service {service['metadata']['name']} selects {len(selected)} workloads"
+        port_names = {p["name"] for c in selected[0]["containers"] for p in c.get("ports", [])}
+        for port in service["spec"]["ports"]:
+            assert port["targetPort"] in port_names, f"{service['metadata']['name']}: {port['targetPort']}"
+
+
+# ---------------------------------------------------------------------------
+# Security
+# ---------------------------------------------------------------------------
+
+
+@scenario_names
+def test_pods_run_non_root_read_only_without_capabilities(scenario: str) -> None:
+    for name, _meta, spec in pod_specs(manifests(scenario)):
+        assert spec["securityContext"]["runAsNonRoot"] is True, name
+        assert spec["securityContext"].get("runAsUser", 0) != 0, name
+        assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault", name
+        assert spec["automountServiceAccountToken"] is False, name
+        volumes = {volume["name"]: volume for volume in spec["volumes"]}
+        for container in spec["containers"]:
+            where = f"{name}/{container['name']}"
+            context = container["securityContext"]
+            assert context["readOnlyRootFilesystem"] is True, where
+            assert context["allowPrivilegeEscalation"] is False, where
+            assert context["capabilities"]["drop"] == ["ALL"], where
+            assert not context["capabilities"].get("add"), where
+            mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
+            assert "/tmp" in mounts, f"{where}: no /tmp mount"
+            assert "emptyDir" in volumes[mounts["/tmp"]], f"{where}: /tmp is not an emptyDir"
+            resources = container["resources"]
+            assert {"cpu", "memory"} <= set(resources["requests"]), where
+            assert "memory" in resources["limits"], where
+
+
+def test_secret_holds_the_redis_url_of_the_in_chart_redis() -> None:
+    docs = manifests("defaults")
+    secret = one(docs, "Secret", "redis")
+    redis_service = [s for s in by_kind(docs, "Service") if s["metadata"]["name"].endswith("-redis")][0]
+    assert secret["stringData"]["redis-url"] == f"redis://{redis_service['metadata']['name']}:6379/0"
+
+
+# ---------------------------------------------------------------------------
+# Commands, environment and probes against the contract
+# ---------------------------------------------------------------------------
+
+
+@scenario_names
+def test_commands_are_console_scripts(scenario: str, check_command: Any) -> None:
+    docs = manifests(scenario)
+    seen = set()
+    for name, _meta, spec in pod_specs(docs):
+        for container in spec["containers"]:
+            if container["image"].startswith("redis:"):
+                continue
+            argv = container["command"] + container.get("args", [])
+            check_command(argv, f"{name}/{container['name']}")
+            seen.add(tuple(argv[:2]))
+            for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+                if "exec" in container.get(probe, {}):
+                    check_command(container[probe]["exec"]["command"], f"{name}/{container['name']} {probe}")
+    assert ("ascension-engine", "serve") in seen
+    assert ("ascension-worker", "run") in seen
+    assert (("ascension-worker", "sweeper") in seen) == merged_values(scenario)["sweeper"]["enabled"]
+
+
+@scenario_names
+def test_environment_follows_the_contract(scenario: str) -> None:
+    docs = manifests(scenario)
+    values = merged_values(scenario)
+    secrets = {s["metadata"]["name"]: s for s in by_kind(docs, "Secret")}
+    existing = {values["externalRedis"]["existingSecret"], values["broker"]["existingSecret"]} - {""}
+    allowed = {"engine": CONTRACT.engine_env, "worker": CONTRACT.worker_env, "sweeper": CONTRACT.sweeper_env}
+    required = {
+        "engine": {"REDIS_URL", "CELERY_BROKER_URL", "ENGINE_GRPC_PORT", "ENGINE_METRICS_PORT",
+                   "ENGINE_SHUTDOWN_GRACE_SECONDS", "ENGINE_GAME_TTL_SECONDS", "ENGINE_MAX_MESSAGE_BYTES", "LOG_LEVEL"},
+        "worker": {"CELERY_BROKER_URL", "ENGINE_ADDRESS", "WORKER_METRICS_PORT", "WORKER_CONCURRENCY", "LOG_LEVEL"},
+        "sweeper": {"REDIS_URL", "CELERY_BROKER_URL", "ENGINE_ADDRESS", "LOG_LEVEL"},
+    }
+    for component in ("engine", "worker", "sweeper"):
+        if component == "sweeper" and not values["sweeper"]["enabled"]:
+            continue
+        container = one(docs, "Deployment", component)["spec"]["template"]["spec"]["containers"][0]
+        env = env_of(container)
+        extra = {item["name"] for item in values[component].get("extraEnv", [])}
+        assert set(env) - extra <= allowed[component], f"{component}: {set(env) - extra - allowed[component]}"
+        assert required[component] <= set(env), f"{component} lacks {required[component] - set(env)}"
+        for item in env.values():
+            ref = item.get("valueFrom", {}).get("secretKeyRef")
+            if ref is None:
+                assert isinstance(item.get("value"), str), f"{component}: {item['name']} is not a string"
+                continue
+            if ref["name"] in secrets:
+                assert ref["key"] in secrets[ref["name"]]["stringData"], f"{component}: {item['name']}"
+            else:
+                assert ref["name"] in existing, f"{component}: {item['name']} refers to unknown Secret {ref['name']}"
+
+
+def test_environment_values_come_from_values() -> None:
+    values = {
+        "logLevel": "DEBUG",
+        "engine": {"grpcPort": 6000, "metricsPort": 6001, "gameTtlSeconds": 600, "maxMessageBytes": 8388608},
+        "worker": {"concurrency": 7, "metricsPort": 6002},
+    }
+    docs = [d for t in render(values).values() for d in load_yaml_documents(t) if isinstance(d, dict) and "kind" in d]
+    engine = env_of(one(docs, "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0])
+    worker = env_of(one(docs, "Deployment", "worker")["spec"]["template"]["spec"]["containers"][0])
+    assert engine["ENGINE_GRPC_PORT"]["value"] == "6000"
+    assert engine["ENGINE_METRICS_PORT"]["value"] == "6001"
+    assert engine["ENGINE_GAME_TTL_SECONDS"]["value"] == "600"
+    assert engine["ENGINE_MAX_MESSAGE_BYTES"]["value"] == "8388608"
+    assert engine["LOG_LEVEL"]["value"] == "DEBUG"
+    assert worker["WORKER_CONCURRENCY"]["value"] == "7"
+    assert worker["WORKER_METRICS_PORT"]["value"] == "6002"
+    assert worker["ENGINE_ADDRESS"]["value"].endswith("-engine-headless:6000")
+    engine_spec = one(docs, "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0]
+    assert engine_spec["readinessProbe"]["grpc"]["port"] == 6000
+
+
+@scenario_names
+def test_engine_uses_native_grpc_probes_on_its_grpc_port(scenario: str) -> None:
+    container = one(manifests(scenario), "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0]
+    grpc_port = {p["name"]: p["containerPort"] for p in container["ports"]}["grpc"]
+    assert int(env_of(container)["ENGINE_GRPC_PORT"]["value"]) == grpc_port
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["grpc"]["port"] == grpc_port, probe
+        assert "exec" not in container[probe] and "httpGet" not in container[probe]
+
+
+@scenario_names
+def test_worker_liveness_is_the_celery_ping_exec_probe(scenario: str) -> None:
+    container = one(manifests(scenario), "Deployment", "worker")["spec"]["template"]["spec"]["containers"][0]
+    assert container["livenessProbe"]["exec"]["command"] == ["ascension-worker", "check"]
+    assert container["livenessProbe"]["timeoutSeconds"] >= 5, "a Celery ping needs more than a second"
+
+
+@scenario_names
+def test_termination_grace_outlasts_the_server_shutdown_grace(scenario: str) -> None:
+    spec = one(manifests(scenario), "Deployment", "engine")["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    shutdown = int(env_of(container)["ENGINE_SHUTDOWN_GRACE_SECONDS"]["value"])
+    pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
+    assert spec["terminationGracePeriodSeconds"] > shutdown + pre_stop
+    assert shutdown == merged_values(scenario)["engine"]["shutdownGraceSeconds"]
+
+
+def test_too_short_termination_grace_is_refused() -> None:
+    with pytest.raises(helm_python.HelmRenderError, match="terminationGracePeriodSeconds"):
+        render({"engine": {"terminationGracePeriodSeconds": 25}})  # 5 s preStop + 20 s grace
+
+
+# ---------------------------------------------------------------------------
+# Feature flags
+# ---------------------------------------------------------------------------
+
+
+@scenario_names
+def test_autoscalers_follow_their_flags(scenario: str) -> None:
+    docs = manifests(scenario)
+    values = merged_values(scenario)
+    hpas = {h["spec"]["scaleTargetRef"]["name"]: h for h in by_kind(docs, "HorizontalPodAutoscaler")}
+    for component in ("engine", "worker"):
+        deployment = one(docs, "Deployment", component)
+        enabled = values[component]["autoscaling"]["enabled"]
+        assert (deployment["metadata"]["name"] in hpas) == enabled, component
+        # With an HPA the Deployment must not carry replicas (an upgrade would reset the scale).
+        assert ("replicas" in deployment["spec"]) != enabled, component
+        if enabled:
+            hpa = hpas[deployment["metadata"]["name"]]
+            assert hpa["spec"]["scaleTargetRef"]["kind"] == "Deployment"
+            assert hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu"
+        else:
+            assert deployment["spec"]["replicas"] == values[component]["replicaCount"]
+    assert len(hpas) == sum(values[c]["autoscaling"]["enabled"] for c in ("engine", "worker"))
+
+
+@scenario_names
+def test_disruption_budgets_follow_their_flags(scenario: str) -> None:
+    docs = manifests(scenario)
+    values = merged_values(scenario)
+    pdbs = by_kind(docs, "PodDisruptionBudget")
+    assert len(pdbs) == sum(values[c]["podDisruptionBudget"]["enabled"] for c in ("engine", "worker"))
+    for pdb in pdbs:
+        component = pdb["metadata"]["labels"]["app.kubernetes.io/component"]
+        pod_labels = one(docs, "Deployment", component)["spec"]["template"]["metadata"]["labels"]
+        assert selector_matches(pdb["spec"]["selector"]["matchLabels"], pod_labels)
+        assert ("minAvailable" in pdb["spec"]) != ("maxUnavailable" in pdb["spec"])
+
+
+def test_disruption_budget_needs_exactly_one_bound() -> None:
+    with pytest.raises(helm_python.HelmRenderError, match="exactly one"):
+        render({"engine": {"podDisruptionBudget": {"enabled": True, "minAvailable": 1, "maxUnavailable": 1}}})
+
+
+def test_autoscaler_bounds_are_checked() -> None:
+    with pytest.raises(helm_python.HelmRenderError, match="minReplicas"):
+        render({"worker": {"autoscaling": {"enabled": True, "minReplicas": 5, "maxReplicas": 2}}})
+
+
+@scenario_names
+def test_engine_services_plain_and_headless(scenario: str) -> None:
+    docs = manifests(scenario)
+    values = merged_values(scenario)
+    engine_services = [s for s in by_kind(docs, "Service") if s["metadata"]["labels"]["app.kubernetes.io/component"] == "engine"]
+    headless = [s for s in engine_services if s["spec"].get("clusterIP") == "None"]
+    plain = [s for s in engine_services if s["spec"].get("clusterIP") != "None"]
+    assert len(plain) == 1
+    assert {p["name"] for p in plain[0]["spec"]["ports"]} == {"grpc", "metrics"}
+    assert len(headless) == (1 if values["engine"]["headlessService"]["enabled"] else 0)
+    worker_env = env_of(one(docs, "Deployment", "worker")["spec"]["template"]["spec"]["containers"][0])
+    target = (headless or plain)[0]
+    assert worker_env["ENGINE_ADDRESS"]["value"] == f"{target['metadata']['name']}:{values['engine']['grpcPort']}"
+    if headless:
+        assert headless[0]["spec"]["publishNotReadyAddresses"] is False
+        assert [p["name"] for p in headless[0]["spec"]["ports"]] == ["grpc"]
+
+
+@scenario_names
+def test_redis_in_chart_or_external(scenario: str) -> None:
+    docs = manifests(scenario)
+    values = merged_values(scenario)
+    statefulsets = by_kind(docs, "StatefulSet")
+    engine_env = env_of(one(docs, "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0])
+    redis_ref = engine_env["REDIS_URL"]["valueFrom"]["secretKeyRef"]
+    broker_ref = engine_env["CELERY_BROKER_URL"]["valueFrom"]["secretKeyRef"]
+    secrets = {s["metadata"]["name"]: s for s in by_kind(docs, "Secret")}
+    if values["redis"]["enabled"]:
+        assert len(statefulsets) == 1
+        redis = statefulsets[0]
+        args = redis["spec"]["template"]["spec"]["containers"][0]["args"]
+        pairs = dict(zip(args[::2], args[1::2], strict=True))
+        assert pairs["--appendonly"] == "yes"
+        assert pairs["--maxmemory-policy"] == "noeviction"
+        assert pairs["--maxmemory"] == values["redis"]["maxmemory"]
+        claims = redis["spec"].get("volumeClaimTemplates", [])
+        volumes = {v["name"] for v in redis["spec"]["template"]["spec"]["volumes"]}
+        if values["redis"]["persistence"]["enabled"]:
+            assert [c["metadata"]["name"] for c in claims] == ["data"] and "data" not in volumes
+            assert claims[0]["spec"]["resources"]["requests"]["storage"] == values["redis"]["persistence"]["size"]
+            if values["redis"]["persistence"]["storageClass"]:
+                assert claims[0]["spec"]["storageClassName"] == values["redis"]["persistence"]["storageClass"]
+        else:
+            assert not claims and "data" in volumes
+        assert redis_ref["name"] in secrets
+    else:
+        assert statefulsets == []
+        external = values["externalRedis"]
+        if external["existingSecret"]:
+            assert redis_ref == {"name": external["existingSecret"], "key": external["existingSecretKey"]}
+            assert redis_ref["name"] not in secrets
+        else:
+            assert secrets[redis_ref["name"]]["stringData"][redis_ref["key"]] == external["url"]
+    broker = values["broker"]
+    if broker["existingSecret"]:
+        assert broker_ref == {"name": broker["existingSecret"], "key": broker["existingSecretKey"]}
+    elif broker["url"]:
+        assert secrets[broker_ref["name"]]["stringData"][broker_ref["key"]] == broker["url"]
+    else:
+        assert broker_ref == redis_ref, "the broker defaults to the Redis URL"
+
+
+def test_external_redis_needs_a_url_or_secret() -> None:
+    with pytest.raises(helm_python.HelmValuesError, match="externalRedis"):
+        render({"redis": {"enabled": False}})
+
+
+@scenario_names
+def test_scrape_annotations_follow_their_flag(scenario: str) -> None:
+    docs = manifests(scenario)
+    enabled = merged_values(scenario)["metrics"]["podAnnotations"]
+    for component, port_key in (("engine", "metricsPort"), ("worker", "metricsPort")):
+        annotations = one(docs, "Deployment", component)["spec"]["template"]["metadata"]["annotations"]
+        if enabled:
+            assert annotations["prometheus.io/scrape"] == "true"
+            assert annotations["prometheus.io/port"] == str(merged_values(scenario)[component][port_key])
+        else:
+            assert "prometheus.io/scrape" not in annotations
+
+
+def test_secret_change_rolls_the_pods() -> None:
+    def checksum(values: dict[str, Any]) -> str:
+        docs = [d for t in render(values).values() for d in load_yaml_documents(t) if isinstance(d, dict) and "kind" in d]
+        return str(one(docs, "Deployment", "engine")["spec"]["template"]["metadata"]["annotations"]["checksum/secret"])
+
+    first = {"redis": {"enabled": False}, "externalRedis": {"url": "redis://a:6379/0"}}
+    second = {"redis": {"enabled": False}, "externalRedis": {"url": "redis://b:6379/0"}}
+    assert checksum(first) != checksum(second)
+
+
+# ---------------------------------------------------------------------------
+# Prometheus Operator resources (CRDs: not in the Kubernetes schemas)
+# ---------------------------------------------------------------------------
+
+DURATION = r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
+_METADATA = {
+    "type": "object",
+    "required": ["name", "labels"],
+    "properties": {"name": {"type": "string", "minLength": 1}, "labels": {"type": "object"}},
+}
+# The required fields and formats of the monitoring.coreos.com/v1 CRDs (a subset of their OpenAPI schema).
+SERVICE_MONITOR_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": MONITORING_API},
+        "kind": {"const": "ServiceMonitor"},
+        "metadata": _METADATA,
+        "spec": {
+            "type": "object",
+            "required": ["selector", "endpoints"],
+            "properties": {
+                "jobLabel": {"type": "string"},
+                "selector": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "properties": {"matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}},
+                },
+                "namespaceSelector": {
+                    "type": "object",
+                    "properties": {"any": {"type": "boolean"}, "matchNames": {"type": "array", "items": {"type": "string"}}},
+                    "additionalProperties": False,
+                },
+                "endpoints": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "anyOf": [{"required": ["port"]}, {"required": ["targetPort"]}],
+                        "properties": {
+                            "port": {"type": "string"},
+                            "path": {"type": "string", "pattern": "^/"},
+                            "scheme": {"enum": ["http", "https"]},
+                            "interval": {"type": "string", "pattern": DURATION},
+                            "scrapeTimeout": {"type": "string", "pattern": DURATION},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+PROMETHEUS_RULE_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": MONITORING_API},
+        "kind": {"const": "PrometheusRule"},
+        "metadata": _METADATA,
+        "spec": {
+            "type": "object",
+            "required": ["groups"],
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "rules"],
+                        "properties": {
+                            "name": {"type": "string", "minLength": 1},
+                            "interval": {"type": "string", "pattern": DURATION},
+                            "rules": {
+                                "type": "array",
+                                "minItems": 1,
+                                "items": {
+                                    "type": "object",
+                                    "required": ["expr"],
+                                    "oneOf": [{"required": ["alert"]}, {"required": ["record"]}],
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "alert": {"type": "string"},
+                                        "record": {"type": "string"},
+                                        "expr": {"type": "string", "minLength": 1},
+                                        "for": {"type": "string", "pattern": DURATION},
+                                        "keep_firing_for": {"type": "string", "pattern": DURATION},
+                                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                                        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+                                    },
+                                },
+                            },
+                        },
+                    },
+                }
+            },
+        },
+    },
+}
+
+
+@scenario_names
+def test_prometheus_operator_resources_have_required_fields(scenario: str) -> None:
+    docs = manifests(scenario)
+    values = merged_values(scenario)
+    monitors = by_kind(docs, "ServiceMonitor")
+    rules = by_kind(docs, "PrometheusRule")
+    assert len(monitors) == int(values["metrics"]["serviceMonitor"]["enabled"])
+    assert len(rules) == int(values["metrics"]["prometheusRule"]["enabled"])
+    assert {d["kind"] for d in docs if d["apiVersion"] == MONITORING_API} <= {"ServiceMonitor", "PrometheusRule"}
+    for monitor in monitors:
+        jsonschema.validate(monitor, SERVICE_MONITOR_SCHEMA)
+        for key, value in values["metrics"]["serviceMonitor"]["labels"].items():
+            assert monitor["metadata"]["labels"][key] == value
+    for rule in rules:
+        jsonschema.validate(rule, PROMETHEUS_RULE_SCHEMA)
+
+
+def test_crd_checks_are_not_vacuous() -> None:
+    monitor = by_kind(manifests("everything"), "ServiceMonitor")[0]
+    del monitor["spec"]["selector"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(monitor, SERVICE_MONITOR_SCHEMA)
+    rule = by_kind(manifests("everything"), "PrometheusRule")[0]
+    rule["spec"]["groups"][0]["rules"][0]["for"] = "ten minutes"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(rule, PROMETHEUS_RULE_SCHEMA)
+
+
+def test_service_monitor_scrapes_engine_and_workers_once() -> None:
+    docs = manifests("service-monitor")
+    monitor = by_kind(docs, "ServiceMonitor")[0]
+    assert monitor["spec"]["namespaceSelector"]["matchNames"] == [NAMESPACE]
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    selected = [s for s in by_kind(docs, "Service") if selector_matches(selector, s["metadata"]["labels"])]
+    components = sorted(s["metadata"]["labels"]["app.kubernetes.io/component"] for s in selected)
+    assert components == ["engine", "worker"], "each component must be scraped through exactly one Service"
+    endpoint_ports = {e["port"] for e in monitor["spec"]["endpoints"]}
+    for service in selected:
+        assert endpoint_ports <= {p["name"] for p in service["spec"]["ports"]}, service["metadata"]["name"]
+
+
+def test_prometheus_rule_carries_the_alerts_file() -> None:
+    rule = by_kind(manifests("prometheus-rule"), "PrometheusRule")[0]
+    alerts = yaml.safe_load((DEPLOY / "prometheus" / "alerts.yaml").read_text())
+    assert rule["spec"]["groups"] == alerts["groups"]
+
+
+def test_grafana_dashboard_configmap_carries_the_dashboard() -> None:
+    configmap = by_kind(manifests("grafana-dashboard"), "ConfigMap")[0]
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "ascension-engine.json").read_text())
+    assert json.loads(configmap["data"]["ascension-engine.json"]) == dashboard
+
+
+@pytest.mark.parametrize(
+    ("chart_file", "source"),
+    [
+        ("files/alerts.yaml", "prometheus/alerts.yaml"),
+        ("files/ascension-engine.json", "grafana/dashboards/ascension-engine.json"),
+    ],
+)
+def test_chart_copies_are_identical_to_the_deploy_files(chart_file: str, source: str) -> None:
+    # Helm cannot read files outside the chart directory, so the chart ships copies.
+    assert (CHART_DIR / chart_file).read_bytes() == (DEPLOY / source).read_bytes(), (
+        f"run: cp deploy/{source} deploy/helm/ascension-engine/{chart_file}"
+    )
+
+
+def test_helm_test_hook_checks_grpc_health(check_command: Any) -> None:
+    pods = by_kind(manifests("defaults"), "Pod")
+    assert len(pods) == 1
+    pod = pods[0]
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    container = pod["spec"]["containers"][0]
+    check_command(container["command"], "helm test pod")
+    assert "grpc_health.v1" in container["command"][2]
+    assert container["command"][3].endswith("-engine:50051")
+
+
+def test_notes_render_for_every_scenario() -> None:
+    for scenario in SCENARIOS:
+        notes = next(v for k, v in render(SCENARIOS[scenario]).items() if k.endswith("NOTES.txt"))
+        assert f"{RELEASE}-ascension-engine-engine.{NAMESPACE}.svc:" in notes, scenario
+
+
+# ---------------------------------------------------------------------------
+# values.schema.json
+# ---------------------------------------------------------------------------
+
+BAD_VALUES = [
+    pytest.param({"imagee": {"tag": "1"}}, "imagee", id="typo-top-level"),
+    pytest.param({"engine": {"replicaCont": 3}}, "replicaCont", id="typo-engine"),
+    pytest.param({"engine": {"autoscaling": {"enable": True}}}, "enable", id="typo-nested"),
+    pytest.param({"metrics": {"serviceMonitor": {"enabled": True, "intervall": "1m"}}}, "intervall", id="typo-monitor"),
+    pytest.param({"redis": {"persistence": {"sise": "1Gi"}}}, "sise", id="typo-redis"),
+    pytest.param({"engine": {"replicaCount": "three"}}, "replicaCount", id="wrong-type-string"),
+    pytest.param({"engine": {"grpcPort": 70000}}, "grpcPort", id="port-out-of-range"),
+    pytest.param({"worker": {"concurrency": 0}}, "concurrency", id="zero-concurrency"),
+    pytest.param({"sweeper": {"enabled": "yes"}}, "enabled", id="wrong-type-bool"),
+    pytest.param({"logLevel": "LOUD"}, "logLevel", id="bad-enum"),
+    pytest.param({"engine": {"resources": {"limits": {"cpu": "lots"}}}}, "cpu", id="bad-quantity"),
+    pytest.param({"securityContext": {"allowPrivilegeEscalation": True}}, "allowPrivilegeEscalation", id="privilege-escalation"),
+    pytest.param({"podSecurityContext": {"runAsNonRoot": False}}, "runAsNonRoot", id="root-pods"),
+    pytest.param({"externalRedis": {"url": "http://redis:6379"}}, "url", id="bad-redis-url"),
+    pytest.param({"redis": {"enabled": False}}, "externalRedis", id="no-redis-at-all"),
+]
+
+
+@pytest.mark.parametrize(("values", "key"), BAD_VALUES)
+def test_schema_rejects_bad_values(values: dict[str, Any], key: str) -> None:
+    with pytest.raises(helm_python.HelmValuesError) as caught:
+        render(values)
+    assert key in str(caught.value)
+    report = helm_python.lint(str(CHART_DIR), values, strict=True)
+    assert report["errors"], f"helm lint accepted {values}"
+
+
+def test_schema_is_a_valid_draft7_schema_that_forbids_unknown_keys() -> None:
+    schema = json.loads((CHART_DIR / "values.schema.json").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        if "$ref" in node:
+            walk(schema["definitions"][node["$ref"].rsplit("/", 1)[-1]], path)
+            return
+        if "properties" in node:
+            assert node.get("additionalProperties") is False, f"{path or '<root>'} accepts unknown keys"
+            for key, child in node["properties"].items():
+                walk(child, f"{path}.{key}")
+
+    walk(schema, "")
+
+
+def _schema_keys(schema: dict[str, Any], node: dict[str, Any], path: str = "") -> set[str]:
+    if "$ref" in node:
+        return _schema_keys(schema, schema["definitions"][node["$ref"].rsplit("/", 1)[-1]], path)
+    keys = set()
+    for key, child in node.get("properties", {}).items():
+        keys.add(f"{path}.{key}")
+        keys |= _schema_keys(schema, child, f"{path}.{key}")
+    return keys
+
+
+def _value_keys(node: Any, schema: dict[str, Any], schema_node: dict[str, Any], path: str = "") -> set[str]:
+    keys = set()
+    if "$ref" in schema_node:
+        schema_node = schema["definitions"][schema_node["$ref"].rsplit("/", 1)[-1]]
+    if isinstance(node, dict) and "properties" in schema_node:
+        for key, child in node.items():
+            keys.add(f"{path}.{key}")
+            keys |= _value_keys(child, schema, schema_node["properties"].get(key, {}), f"{path}.{key}")
+    return keys
+
+
+def test_values_yaml_documents_every_schema_key() -> None:
+    schema = json.loads((CHART_DIR / "values.schema.json").read_text())
+    values = yaml.safe_load((CHART_DIR / "values.yaml").read_text())
+    in_values = _value_keys(values, schema, schema)
+    # Optional pass-through keys of definitions (e.g. ephemeral-storage) need no default.
+    in_schema = {k for k in _schema_keys(schema, {"properties": schema["properties"]}) if k.count(".") <= 3}
+    optional = {
+        ".global",
+        ".podSecurityContext.fsGroupChangePolicy",
+        ".podSecurityContext.supplementalGroups",
+        ".podSecurityContext.seccompProfile.localhostProfile",
+        ".securityContext.runAsUser",
+        ".securityContext.runAsGroup",
+        ".securityContext.privileged",
+        ".securityContext.capabilities.add",
+        ".securityContext.seccompProfile",
+        ".securityContext.seccompProfile.type",
+        ".securityContext.seccompProfile.localhostProfile",
+        ".redis.podSecurityContext.fsGroupChangePolicy",
+        ".redis.podSecurityContext.supplementalGroups",
+        ".redis.podSecurityContext.seccompProfile.localhostProfile",
+    }
+    missing = {
+        k
+        for k in in_schema - in_values - optional
+        if not re.search(r"\.(requests|limits)\.", k) and not k.endswith((".requests", ".limits"))
+    }
+    assert not missing, f"schema keys without a default in values.yaml: {sorted(missing)}"
+    assert in_values <= _schema_keys(schema, {"properties": schema["properties"]}), "values.yaml has keys the schema lacks"
+
+
+def test_chart_metadata() -> None:
+    metadata = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())
+    assert metadata["apiVersion"] == "v2"
+    assert metadata["name"] == Path(CHART_DIR).name
+    assert metadata["type"] == "application"
+    assert re.match(r"^\d+\.\d+\.\d+$", metadata["version"])
