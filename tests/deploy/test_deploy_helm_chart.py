@@ -20,7 +20,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import CHART_DIR, CONTRACT, DEPLOY, KUBE_VERSION, load_yaml_documents
+from deploy_support import CHART_DIR, CONTRACT, DEPLOY, KUBE_VERSION, load_yaml_documents
 
 helm_python.disable_logging()
 
@@ -137,19 +137,19 @@ def render(values: dict[str, Any], release: str = RELEASE) -> dict[str, str]:
     return _chart().render(values, name=release, namespace=NAMESPACE)
 
 
-@cache
-def _render_scenario(name: str, release: str = RELEASE) -> tuple[dict[str, Any], ...]:
-    rendered = render(SCENARIOS[name], release)
+def render_docs(values: dict[str, Any], release: str = RELEASE) -> list[dict[str, Any]]:
+    """Every manifest the chart renders (NOTES.txt left out)."""
     docs: list[dict[str, Any]] = []
-    for path, text in sorted(rendered.items()):
+    for path, text in sorted(render(values, release).items()):
         if path.endswith("NOTES.txt"):
             continue
-        for doc in load_yaml_documents(text):
-            doc.setdefault("metadata", {}).setdefault("annotations", None)
-            if doc["metadata"]["annotations"] is None:
-                del doc["metadata"]["annotations"]
-            docs.append(doc)
-    return tuple(docs)
+        docs.extend(load_yaml_documents(text))
+    return docs
+
+
+@cache
+def _render_scenario(name: str, release: str = RELEASE) -> tuple[dict[str, Any], ...]:
+    return tuple(render_docs(SCENARIOS[name], release))
 
 
 def manifests(name: str, release: str = RELEASE) -> list[dict[str, Any]]:
@@ -274,9 +274,9 @@ def test_names_fit_63_characters_for_the_longest_release_name() -> None:
     assert names
     for name in names:
         assert len(name) <= 63 and DNS1123_LABEL.match(name), name
-    assert len(set(names)) == len(names) or True  # kinds differ; uniqueness checked per kind below
-    for kind in {doc["kind"] for doc in manifests("everything", release)}:
-        kind_names = [d["metadata"]["name"] for d in manifests("everything", release) if d["kind"] == kind]
+    docs = manifests("everything", release)
+    for kind in {doc["kind"] for doc in docs}:
+        kind_names = [d["metadata"]["name"] for d in docs if d["kind"] == kind]
         assert len(kind_names) == len(set(kind_names)), f"two {kind}s share a name"
 
 
@@ -320,6 +320,8 @@ def test_pods_run_non_root_read_only_without_capabilities(scenario: str) -> None
         assert spec["securityContext"].get("runAsUser", 0) != 0, name
         assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault", name
         assert spec["automountServiceAccountToken"] is False, name
+        for host_namespace in ("hostNetwork", "hostPID", "hostIPC"):
+            assert not spec.get(host_namespace), f"{name}: {host_namespace}"
         volumes = {volume["name"]: volume for volume in spec["volumes"]}
         for container in spec["containers"]:
             where = f"{name}/{container['name']}"
@@ -328,6 +330,7 @@ def test_pods_run_non_root_read_only_without_capabilities(scenario: str) -> None
             assert context["allowPrivilegeEscalation"] is False, where
             assert context["capabilities"]["drop"] == ["ALL"], where
             assert not context["capabilities"].get("add"), where
+            assert not context.get("privileged"), where
             mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
             assert "/tmp" in mounts, f"{where}: no /tmp mount"
             assert "emptyDir" in volumes[mounts["/tmp"]], f"{where}: /tmp is not an emptyDir"
@@ -405,7 +408,7 @@ def test_environment_values_come_from_values() -> None:
         "engine": {"grpcPort": 6000, "metricsPort": 6001, "gameTtlSeconds": 600, "maxMessageBytes": 8388608},
         "worker": {"concurrency": 7, "metricsPort": 6002},
     }
-    docs = [d for t in render(values).values() for d in load_yaml_documents(t) if isinstance(d, dict) and "kind" in d]
+    docs = render_docs(values)
     engine = env_of(one(docs, "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0])
     worker = env_of(one(docs, "Deployment", "worker")["spec"]["template"]["spec"]["containers"][0])
     assert engine["ENGINE_GRPC_PORT"]["value"] == "6000"
@@ -485,8 +488,12 @@ def test_disruption_budgets_follow_their_flags(scenario: str) -> None:
     assert len(pdbs) == sum(values[c]["podDisruptionBudget"]["enabled"] for c in ("engine", "worker"))
     for pdb in pdbs:
         component = pdb["metadata"]["labels"]["app.kubernetes.io/component"]
-        pod_labels = one(docs, "Deployment", component)["spec"]["template"]["metadata"]["labels"]
-        assert selector_matches(pdb["spec"]["selector"]["matchLabels"], pod_labels)
+        selector = pdb["spec"]["selector"]["matchLabels"]
+        for _name, meta, _spec in pod_specs(docs):
+            pod_component = meta["labels"]["app.kubernetes.io/component"]
+            assert selector_matches(selector, meta["labels"]) == (pod_component == component), (
+                f"the {component} PodDisruptionBudget and the {pod_component} pods"
+            )
         assert ("minAvailable" in pdb["spec"]) != ("maxUnavailable" in pdb["spec"])
 
 
@@ -582,7 +589,7 @@ def test_scrape_annotations_follow_their_flag(scenario: str) -> None:
 
 def test_secret_change_rolls_the_pods() -> None:
     def checksum(values: dict[str, Any]) -> str:
-        docs = [d for t in render(values).values() for d in load_yaml_documents(t) if isinstance(d, dict) and "kind" in d]
+        docs = render_docs(values)
         return str(one(docs, "Deployment", "engine")["spec"]["template"]["metadata"]["annotations"]["checksum/secret"])
 
     first = {"redis": {"enabled": False}, "externalRedis": {"url": "redis://a:6379/0"}}
