@@ -11,9 +11,10 @@ import pytest
 # Make deploy_support importable whatever pytest's import mode is.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import deploy_support  # noqa: E402
+import deploy_support
 
 
 @pytest.fixture(scope="session")
 def check_command() -> Callable[[list[str], str], None]:
-    return deploy_support.check_command
+    check: Callable[[list[str], str], None] = deploy_support.check_command
+    return check

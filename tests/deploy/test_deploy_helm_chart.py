@@ -44,10 +44,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "worker-hpa": {"worker": {"autoscaling": {"enabled": True}}},
     "engine-pdb": {"engine": {"podDisruptionBudget": {"enabled": True}}},
     "engine-pdb-max-unavailable": {
-        "engine": {"podDisruptionBudget": {"enabled": True, "minAvailable": None, "maxUnavailable": "25%"}}
+        "engine": {
+            "podDisruptionBudget": {"enabled": True, "minAvailable": None, "maxUnavailable": "25%"}
+        }
     },
     "worker-pdb": {"worker": {"podDisruptionBudget": {"enabled": True}}},
-    "service-monitor": {"metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}}},
+    "service-monitor": {
+        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}}
+    },
     "prometheus-rule": {"metrics": {"prometheusRule": {"enabled": True}}},
     "grafana-dashboard": {"metrics": {"grafanaDashboard": {"enabled": True}}},
     "no-scrape-annotations": {"metrics": {"podAnnotations": False}},
@@ -82,7 +86,9 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                             "weight": 100,
                             "podAffinityTerm": {
                                 "topologyKey": "kubernetes.io/hostname",
-                                "labelSelector": {"matchLabels": {"app.kubernetes.io/component": "engine"}},
+                                "labelSelector": {
+                                    "matchLabels": {"app.kubernetes.io/component": "engine"}
+                                },
                             },
                         }
                     ]
@@ -215,7 +221,9 @@ def test_every_core_manifest_is_valid_kubernetes_1_30(scenario: str) -> None:
             path = ".".join(str(part) for part in error.path)
             pytest.fail(f"{doc['kind']}/{doc['metadata']['name']}: {path}: {error.message}")
         except kubernetes_validate.SchemaNotFoundError as error:
-            pytest.fail(f"no Kubernetes {KUBE_VERSION} schema for {doc['kind']} {doc['apiVersion']}: {error.message}")
+            pytest.fail(
+                f"no Kubernetes {KUBE_VERSION} schema for {doc['kind']} {doc['apiVersion']}: {error.message}"
+            )
 
 
 def test_validation_is_not_vacuous() -> None:
@@ -257,7 +265,12 @@ def test_standard_labels_and_names(scenario: str) -> None:
         assert DNS1123_LABEL.match(meta["name"]) and len(meta["name"]) <= 63, where
         labels = meta.get("labels", {})
         for key in STANDARD_LABELS:
-            if key == "app.kubernetes.io/component" and doc["kind"] in {"ServiceMonitor", "PrometheusRule", "ConfigMap", "ServiceAccount"}:
+            if key == "app.kubernetes.io/component" and doc["kind"] in {
+                "ServiceMonitor",
+                "PrometheusRule",
+                "ConfigMap",
+                "ServiceAccount",
+            }:
                 continue  # release-wide objects
             assert key in labels, f"{where} lacks label {key}"
         assert labels["app.kubernetes.io/instance"] == RELEASE
@@ -291,9 +304,9 @@ def test_workload_selectors_match_their_pod_labels_and_are_disjoint(scenario: st
         assert "helm.sh/chart" not in selector, "selectors must not change on upgrade"
         others = [w for w in workloads if w is not workload]
         for other in others:
-            assert not selector_matches(selector, other["spec"]["template"]["metadata"]["labels"]), (
-                f"{workload['metadata']['name']} selects the pods of {other['metadata']['name']}"
-            )
+            assert not selector_matches(
+                selector, other["spec"]["template"]["metadata"]["labels"]
+            ), f"{workload['metadata']['name']} selects the pods of {other['metadata']['name']}"
 
 
 @scenario_names
@@ -301,11 +314,19 @@ def test_services_select_pods_with_the_named_ports(scenario: str) -> None:
     docs = manifests(scenario)
     pods = pod_specs([d for d in docs if d["kind"] in {"Deployment", "StatefulSet"}])
     for service in by_kind(docs, "Service"):
-        selected = [spec for _, meta, spec in pods if selector_matches(service["spec"]["selector"], meta["labels"])]
-        assert len(selected) == 1, f"Service {service['metadata']['name']} selects {len(selected)} workloads"
+        selected = [
+            spec
+            for _, meta, spec in pods
+            if selector_matches(service["spec"]["selector"], meta["labels"])
+        ]
+        assert len(selected) == 1, (
+            f"Service {service['metadata']['name']} selects {len(selected)} workloads"
+        )
         port_names = {p["name"] for c in selected[0]["containers"] for p in c.get("ports", [])}
         for port in service["spec"]["ports"]:
-            assert port["targetPort"] in port_names, f"{service['metadata']['name']}: {port['targetPort']}"
+            assert port["targetPort"] in port_names, (
+                f"{service['metadata']['name']}: {port['targetPort']}"
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -342,8 +363,12 @@ def test_pods_run_non_root_read_only_without_capabilities(scenario: str) -> None
 def test_secret_holds_the_redis_url_of_the_in_chart_redis() -> None:
     docs = manifests("defaults")
     secret = one(docs, "Secret", "redis")
-    redis_service = [s for s in by_kind(docs, "Service") if s["metadata"]["name"].endswith("-redis")][0]
-    assert secret["stringData"]["redis-url"] == f"redis://{redis_service['metadata']['name']}:6379/0"
+    redis_service = next(
+        s for s in by_kind(docs, "Service") if s["metadata"]["name"].endswith("-redis")
+    )
+    assert (
+        secret["stringData"]["redis-url"] == f"redis://{redis_service['metadata']['name']}:6379/0"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -364,10 +389,14 @@ def test_commands_are_console_scripts(scenario: str, check_command: Any) -> None
             seen.add(tuple(argv[:2]))
             for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
                 if "exec" in container.get(probe, {}):
-                    check_command(container[probe]["exec"]["command"], f"{name}/{container['name']} {probe}")
+                    check_command(
+                        container[probe]["exec"]["command"], f"{name}/{container['name']} {probe}"
+                    )
     assert ("ascension-engine", "serve") in seen
     assert ("ascension-worker", "run") in seen
-    assert (("ascension-worker", "sweeper") in seen) == merged_values(scenario)["sweeper"]["enabled"]
+    assert (("ascension-worker", "sweeper") in seen) == merged_values(scenario)["sweeper"][
+        "enabled"
+    ]
 
 
 @scenario_names
@@ -375,12 +404,32 @@ def test_environment_follows_the_contract(scenario: str) -> None:
     docs = manifests(scenario)
     values = merged_values(scenario)
     secrets = {s["metadata"]["name"]: s for s in by_kind(docs, "Secret")}
-    existing = {values["externalRedis"]["existingSecret"], values["broker"]["existingSecret"]} - {""}
-    allowed = {"engine": CONTRACT.engine_env, "worker": CONTRACT.worker_env, "sweeper": CONTRACT.sweeper_env}
+    existing = {values["externalRedis"]["existingSecret"], values["broker"]["existingSecret"]} - {
+        ""
+    }
+    allowed = {
+        "engine": CONTRACT.engine_env,
+        "worker": CONTRACT.worker_env,
+        "sweeper": CONTRACT.sweeper_env,
+    }
     required = {
-        "engine": {"REDIS_URL", "CELERY_BROKER_URL", "ENGINE_GRPC_PORT", "ENGINE_METRICS_PORT",
-                   "ENGINE_SHUTDOWN_GRACE_SECONDS", "ENGINE_GAME_TTL_SECONDS", "ENGINE_MAX_MESSAGE_BYTES", "LOG_LEVEL"},
-        "worker": {"CELERY_BROKER_URL", "ENGINE_ADDRESS", "WORKER_METRICS_PORT", "WORKER_CONCURRENCY", "LOG_LEVEL"},
+        "engine": {
+            "REDIS_URL",
+            "CELERY_BROKER_URL",
+            "ENGINE_GRPC_PORT",
+            "ENGINE_METRICS_PORT",
+            "ENGINE_SHUTDOWN_GRACE_SECONDS",
+            "ENGINE_GAME_TTL_SECONDS",
+            "ENGINE_MAX_MESSAGE_BYTES",
+            "LOG_LEVEL",
+        },
+        "worker": {
+            "CELERY_BROKER_URL",
+            "ENGINE_ADDRESS",
+            "WORKER_METRICS_PORT",
+            "WORKER_CONCURRENCY",
+            "LOG_LEVEL",
+        },
         "sweeper": {"REDIS_URL", "CELERY_BROKER_URL", "ENGINE_ADDRESS", "LOG_LEVEL"},
     }
     for component in ("engine", "worker", "sweeper"):
@@ -389,23 +438,38 @@ def test_environment_follows_the_contract(scenario: str) -> None:
         container = one(docs, "Deployment", component)["spec"]["template"]["spec"]["containers"][0]
         env = env_of(container)
         extra = {item["name"] for item in values[component].get("extraEnv", [])}
-        assert set(env) - extra <= allowed[component], f"{component}: {set(env) - extra - allowed[component]}"
-        assert required[component] <= set(env), f"{component} lacks {required[component] - set(env)}"
+        assert set(env) - extra <= allowed[component], (
+            f"{component}: {set(env) - extra - allowed[component]}"
+        )
+        assert required[component] <= set(env), (
+            f"{component} lacks {required[component] - set(env)}"
+        )
         for item in env.values():
             ref = item.get("valueFrom", {}).get("secretKeyRef")
             if ref is None:
-                assert isinstance(item.get("value"), str), f"{component}: {item['name']} is not a string"
+                assert isinstance(item.get("value"), str), (
+                    f"{component}: {item['name']} is not a string"
+                )
                 continue
             if ref["name"] in secrets:
-                assert ref["key"] in secrets[ref["name"]]["stringData"], f"{component}: {item['name']}"
+                assert ref["key"] in secrets[ref["name"]]["stringData"], (
+                    f"{component}: {item['name']}"
+                )
             else:
-                assert ref["name"] in existing, f"{component}: {item['name']} refers to unknown Secret {ref['name']}"
+                assert ref["name"] in existing, (
+                    f"{component}: {item['name']} refers to unknown Secret {ref['name']}"
+                )
 
 
 def test_environment_values_come_from_values() -> None:
     values = {
         "logLevel": "DEBUG",
-        "engine": {"grpcPort": 6000, "metricsPort": 6001, "gameTtlSeconds": 600, "maxMessageBytes": 8388608},
+        "engine": {
+            "grpcPort": 6000,
+            "metricsPort": 6001,
+            "gameTtlSeconds": 600,
+            "maxMessageBytes": 8388608,
+        },
         "worker": {"concurrency": 7, "metricsPort": 6002},
     }
     docs = render_docs(values)
@@ -425,7 +489,9 @@ def test_environment_values_come_from_values() -> None:
 
 @scenario_names
 def test_engine_uses_native_grpc_probes_on_its_grpc_port(scenario: str) -> None:
-    container = one(manifests(scenario), "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0]
+    container = one(manifests(scenario), "Deployment", "engine")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
     grpc_port = {p["name"]: p["containerPort"] for p in container["ports"]}["grpc"]
     assert int(env_of(container)["ENGINE_GRPC_PORT"]["value"]) == grpc_port
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -435,9 +501,13 @@ def test_engine_uses_native_grpc_probes_on_its_grpc_port(scenario: str) -> None:
 
 @scenario_names
 def test_worker_liveness_is_the_celery_ping_exec_probe(scenario: str) -> None:
-    container = one(manifests(scenario), "Deployment", "worker")["spec"]["template"]["spec"]["containers"][0]
+    container = one(manifests(scenario), "Deployment", "worker")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
     assert container["livenessProbe"]["exec"]["command"] == ["ascension-worker", "check"]
-    assert container["livenessProbe"]["timeoutSeconds"] >= 5, "a Celery ping needs more than a second"
+    assert container["livenessProbe"]["timeoutSeconds"] >= 5, (
+        "a Celery ping needs more than a second"
+    )
 
 
 @scenario_names
@@ -464,7 +534,9 @@ def test_too_short_termination_grace_is_refused() -> None:
 def test_autoscalers_follow_their_flags(scenario: str) -> None:
     docs = manifests(scenario)
     values = merged_values(scenario)
-    hpas = {h["spec"]["scaleTargetRef"]["name"]: h for h in by_kind(docs, "HorizontalPodAutoscaler")}
+    hpas = {
+        h["spec"]["scaleTargetRef"]["name"]: h for h in by_kind(docs, "HorizontalPodAutoscaler")
+    }
     for component in ("engine", "worker"):
         deployment = one(docs, "Deployment", component)
         enabled = values[component]["autoscaling"]["enabled"]
@@ -485,7 +557,9 @@ def test_disruption_budgets_follow_their_flags(scenario: str) -> None:
     docs = manifests(scenario)
     values = merged_values(scenario)
     pdbs = by_kind(docs, "PodDisruptionBudget")
-    assert len(pdbs) == sum(values[c]["podDisruptionBudget"]["enabled"] for c in ("engine", "worker"))
+    assert len(pdbs) == sum(
+        values[c]["podDisruptionBudget"]["enabled"] for c in ("engine", "worker")
+    )
     for pdb in pdbs:
         component = pdb["metadata"]["labels"]["app.kubernetes.io/component"]
         selector = pdb["spec"]["selector"]["matchLabels"]
@@ -499,7 +573,13 @@ def test_disruption_budgets_follow_their_flags(scenario: str) -> None:
 
 def test_disruption_budget_needs_exactly_one_bound() -> None:
     with pytest.raises(helm_python.HelmRenderError, match="exactly one"):
-        render({"engine": {"podDisruptionBudget": {"enabled": True, "minAvailable": 1, "maxUnavailable": 1}}})
+        render(
+            {
+                "engine": {
+                    "podDisruptionBudget": {"enabled": True, "minAvailable": 1, "maxUnavailable": 1}
+                }
+            }
+        )
 
 
 def test_autoscaler_bounds_are_checked() -> None:
@@ -511,15 +591,24 @@ def test_autoscaler_bounds_are_checked() -> None:
 def test_engine_services_plain_and_headless(scenario: str) -> None:
     docs = manifests(scenario)
     values = merged_values(scenario)
-    engine_services = [s for s in by_kind(docs, "Service") if s["metadata"]["labels"]["app.kubernetes.io/component"] == "engine"]
+    engine_services = [
+        s
+        for s in by_kind(docs, "Service")
+        if s["metadata"]["labels"]["app.kubernetes.io/component"] == "engine"
+    ]
     headless = [s for s in engine_services if s["spec"].get("clusterIP") == "None"]
     plain = [s for s in engine_services if s["spec"].get("clusterIP") != "None"]
     assert len(plain) == 1
     assert {p["name"] for p in plain[0]["spec"]["ports"]} == {"grpc", "metrics"}
     assert len(headless) == (1 if values["engine"]["headlessService"]["enabled"] else 0)
-    worker_env = env_of(one(docs, "Deployment", "worker")["spec"]["template"]["spec"]["containers"][0])
+    worker_env = env_of(
+        one(docs, "Deployment", "worker")["spec"]["template"]["spec"]["containers"][0]
+    )
     target = (headless or plain)[0]
-    assert worker_env["ENGINE_ADDRESS"]["value"] == f"{target['metadata']['name']}:{values['engine']['grpcPort']}"
+    assert (
+        worker_env["ENGINE_ADDRESS"]["value"]
+        == f"{target['metadata']['name']}:{values['engine']['grpcPort']}"
+    )
     if headless:
         assert headless[0]["spec"]["publishNotReadyAddresses"] is False
         assert [p["name"] for p in headless[0]["spec"]["ports"]] == ["grpc"]
@@ -530,7 +619,9 @@ def test_redis_in_chart_or_external(scenario: str) -> None:
     docs = manifests(scenario)
     values = merged_values(scenario)
     statefulsets = by_kind(docs, "StatefulSet")
-    engine_env = env_of(one(docs, "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0])
+    engine_env = env_of(
+        one(docs, "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0]
+    )
     redis_ref = engine_env["REDIS_URL"]["valueFrom"]["secretKeyRef"]
     broker_ref = engine_env["CELERY_BROKER_URL"]["valueFrom"]["secretKeyRef"]
     secrets = {s["metadata"]["name"]: s for s in by_kind(docs, "Secret")}
@@ -546,9 +637,15 @@ def test_redis_in_chart_or_external(scenario: str) -> None:
         volumes = {v["name"] for v in redis["spec"]["template"]["spec"]["volumes"]}
         if values["redis"]["persistence"]["enabled"]:
             assert [c["metadata"]["name"] for c in claims] == ["data"] and "data" not in volumes
-            assert claims[0]["spec"]["resources"]["requests"]["storage"] == values["redis"]["persistence"]["size"]
+            assert (
+                claims[0]["spec"]["resources"]["requests"]["storage"]
+                == values["redis"]["persistence"]["size"]
+            )
             if values["redis"]["persistence"]["storageClass"]:
-                assert claims[0]["spec"]["storageClassName"] == values["redis"]["persistence"]["storageClass"]
+                assert (
+                    claims[0]["spec"]["storageClassName"]
+                    == values["redis"]["persistence"]["storageClass"]
+                )
         else:
             assert not claims and "data" in volumes
         assert redis_ref["name"] in secrets
@@ -556,7 +653,10 @@ def test_redis_in_chart_or_external(scenario: str) -> None:
         assert statefulsets == []
         external = values["externalRedis"]
         if external["existingSecret"]:
-            assert redis_ref == {"name": external["existingSecret"], "key": external["existingSecretKey"]}
+            assert redis_ref == {
+                "name": external["existingSecret"],
+                "key": external["existingSecretKey"],
+            }
             assert redis_ref["name"] not in secrets
         else:
             assert secrets[redis_ref["name"]]["stringData"][redis_ref["key"]] == external["url"]
@@ -579,10 +679,14 @@ def test_scrape_annotations_follow_their_flag(scenario: str) -> None:
     docs = manifests(scenario)
     enabled = merged_values(scenario)["metrics"]["podAnnotations"]
     for component, port_key in (("engine", "metricsPort"), ("worker", "metricsPort")):
-        annotations = one(docs, "Deployment", component)["spec"]["template"]["metadata"]["annotations"]
+        annotations = one(docs, "Deployment", component)["spec"]["template"]["metadata"][
+            "annotations"
+        ]
         if enabled:
             assert annotations["prometheus.io/scrape"] == "true"
-            assert annotations["prometheus.io/port"] == str(merged_values(scenario)[component][port_key])
+            assert annotations["prometheus.io/port"] == str(
+                merged_values(scenario)[component][port_key]
+            )
         else:
             assert "prometheus.io/scrape" not in annotations
 
@@ -590,7 +694,11 @@ def test_scrape_annotations_follow_their_flag(scenario: str) -> None:
 def test_secret_change_rolls_the_pods() -> None:
     def checksum(values: dict[str, Any]) -> str:
         docs = render_docs(values)
-        return str(one(docs, "Deployment", "engine")["spec"]["template"]["metadata"]["annotations"]["checksum/secret"])
+        return str(
+            one(docs, "Deployment", "engine")["spec"]["template"]["metadata"]["annotations"][
+                "checksum/secret"
+            ]
+        )
 
     first = {"redis": {"enabled": False}, "externalRedis": {"url": "redis://a:6379/0"}}
     second = {"redis": {"enabled": False}, "externalRedis": {"url": "redis://b:6379/0"}}
@@ -601,7 +709,9 @@ def test_secret_change_rolls_the_pods() -> None:
 # Prometheus Operator resources (CRDs: not in the Kubernetes schemas)
 # ---------------------------------------------------------------------------
 
-DURATION = r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
+DURATION = (
+    r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
+)
 _METADATA = {
     "type": "object",
     "required": ["name", "labels"],
@@ -623,11 +733,19 @@ SERVICE_MONITOR_SCHEMA = {
                 "selector": {
                     "type": "object",
                     "minProperties": 1,
-                    "properties": {"matchLabels": {"type": "object", "additionalProperties": {"type": "string"}}},
+                    "properties": {
+                        "matchLabels": {
+                            "type": "object",
+                            "additionalProperties": {"type": "string"},
+                        }
+                    },
                 },
                 "namespaceSelector": {
                     "type": "object",
-                    "properties": {"any": {"type": "boolean"}, "matchNames": {"type": "array", "items": {"type": "string"}}},
+                    "properties": {
+                        "any": {"type": "boolean"},
+                        "matchNames": {"type": "array", "items": {"type": "string"}},
+                    },
                     "additionalProperties": False,
                 },
                 "endpoints": {
@@ -683,8 +801,14 @@ PROMETHEUS_RULE_SCHEMA = {
                                         "expr": {"type": "string", "minLength": 1},
                                         "for": {"type": "string", "pattern": DURATION},
                                         "keep_firing_for": {"type": "string", "pattern": DURATION},
-                                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                                        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+                                        "labels": {
+                                            "type": "object",
+                                            "additionalProperties": {"type": "string"},
+                                        },
+                                        "annotations": {
+                                            "type": "object",
+                                            "additionalProperties": {"type": "string"},
+                                        },
                                     },
                                 },
                             },
@@ -705,7 +829,10 @@ def test_prometheus_operator_resources_have_required_fields(scenario: str) -> No
     rules = by_kind(docs, "PrometheusRule")
     assert len(monitors) == int(values["metrics"]["serviceMonitor"]["enabled"])
     assert len(rules) == int(values["metrics"]["prometheusRule"]["enabled"])
-    assert {d["kind"] for d in docs if d["apiVersion"] == MONITORING_API} <= {"ServiceMonitor", "PrometheusRule"}
+    assert {d["kind"] for d in docs if d["apiVersion"] == MONITORING_API} <= {
+        "ServiceMonitor",
+        "PrometheusRule",
+    }
     for monitor in monitors:
         jsonschema.validate(monitor, SERVICE_MONITOR_SCHEMA)
         for key, value in values["metrics"]["serviceMonitor"]["labels"].items():
@@ -730,12 +857,18 @@ def test_service_monitor_scrapes_engine_and_workers_once() -> None:
     monitor = by_kind(docs, "ServiceMonitor")[0]
     assert monitor["spec"]["namespaceSelector"]["matchNames"] == [NAMESPACE]
     selector = monitor["spec"]["selector"]["matchLabels"]
-    selected = [s for s in by_kind(docs, "Service") if selector_matches(selector, s["metadata"]["labels"])]
+    selected = [
+        s for s in by_kind(docs, "Service") if selector_matches(selector, s["metadata"]["labels"])
+    ]
     components = sorted(s["metadata"]["labels"]["app.kubernetes.io/component"] for s in selected)
-    assert components == ["engine", "worker"], "each component must be scraped through exactly one Service"
+    assert components == ["engine", "worker"], (
+        "each component must be scraped through exactly one Service"
+    )
     endpoint_ports = {e["port"] for e in monitor["spec"]["endpoints"]}
     for service in selected:
-        assert endpoint_ports <= {p["name"] for p in service["spec"]["ports"]}, service["metadata"]["name"]
+        assert endpoint_ports <= {p["name"] for p in service["spec"]["ports"]}, service["metadata"][
+            "name"
+        ]
 
 
 def test_prometheus_rule_carries_the_alerts_file() -> None:
@@ -747,7 +880,9 @@ def test_prometheus_rule_carries_the_alerts_file() -> None:
 def test_grafana_dashboard_configmap_carries_the_dashboard() -> None:
     configmap = by_kind(manifests("grafana-dashboard"), "ConfigMap")[0]
     assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
-    dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "ascension-engine.json").read_text())
+    dashboard = json.loads(
+        (DEPLOY / "grafana" / "dashboards" / "ascension-engine.json").read_text()
+    )
     assert json.loads(configmap["data"]["ascension-engine.json"]) == dashboard
 
 
@@ -790,7 +925,11 @@ BAD_VALUES = [
     pytest.param({"imagee": {"tag": "1"}}, "imagee", id="typo-top-level"),
     pytest.param({"engine": {"replicaCont": 3}}, "replicaCont", id="typo-engine"),
     pytest.param({"engine": {"autoscaling": {"enable": True}}}, "enable", id="typo-nested"),
-    pytest.param({"metrics": {"serviceMonitor": {"enabled": True, "intervall": "1m"}}}, "intervall", id="typo-monitor"),
+    pytest.param(
+        {"metrics": {"serviceMonitor": {"enabled": True, "intervall": "1m"}}},
+        "intervall",
+        id="typo-monitor",
+    ),
     pytest.param({"redis": {"persistence": {"sise": "1Gi"}}}, "sise", id="typo-redis"),
     pytest.param({"engine": {"replicaCount": "three"}}, "replicaCount", id="wrong-type-string"),
     pytest.param({"engine": {"grpcPort": 70000}}, "grpcPort", id="port-out-of-range"),
@@ -798,7 +937,11 @@ BAD_VALUES = [
     pytest.param({"sweeper": {"enabled": "yes"}}, "enabled", id="wrong-type-bool"),
     pytest.param({"logLevel": "LOUD"}, "logLevel", id="bad-enum"),
     pytest.param({"engine": {"resources": {"limits": {"cpu": "lots"}}}}, "cpu", id="bad-quantity"),
-    pytest.param({"securityContext": {"allowPrivilegeEscalation": True}}, "allowPrivilegeEscalation", id="privilege-escalation"),
+    pytest.param(
+        {"securityContext": {"allowPrivilegeEscalation": True}},
+        "allowPrivilegeEscalation",
+        id="privilege-escalation",
+    ),
     pytest.param({"podSecurityContext": {"runAsNonRoot": False}}, "runAsNonRoot", id="root-pods"),
     pytest.param({"externalRedis": {"url": "http://redis:6379"}}, "url", id="bad-redis-url"),
     pytest.param({"redis": {"enabled": False}}, "externalRedis", id="no-redis-at-all"),
@@ -823,7 +966,9 @@ def test_schema_is_a_valid_draft7_schema_that_forbids_unknown_keys() -> None:
             walk(schema["definitions"][node["$ref"].rsplit("/", 1)[-1]], path)
             return
         if "properties" in node:
-            assert node.get("additionalProperties") is False, f"{path or '<root>'} accepts unknown keys"
+            assert node.get("additionalProperties") is False, (
+                f"{path or '<root>'} accepts unknown keys"
+            )
             for key, child in node["properties"].items():
                 walk(child, f"{path}.{key}")
 
@@ -840,14 +985,18 @@ def _schema_keys(schema: dict[str, Any], node: dict[str, Any], path: str = "") -
     return keys
 
 
-def _value_keys(node: Any, schema: dict[str, Any], schema_node: dict[str, Any], path: str = "") -> set[str]:
+def _value_keys(
+    node: Any, schema: dict[str, Any], schema_node: dict[str, Any], path: str = ""
+) -> set[str]:
     keys = set()
     if "$ref" in schema_node:
         schema_node = schema["definitions"][schema_node["$ref"].rsplit("/", 1)[-1]]
     if isinstance(node, dict) and "properties" in schema_node:
         for key, child in node.items():
             keys.add(f"{path}.{key}")
-            keys |= _value_keys(child, schema, schema_node["properties"].get(key, {}), f"{path}.{key}")
+            keys |= _value_keys(
+                child, schema, schema_node["properties"].get(key, {}), f"{path}.{key}"
+            )
     return keys
 
 
@@ -856,7 +1005,9 @@ def test_values_yaml_documents_every_schema_key() -> None:
     values = yaml.safe_load((CHART_DIR / "values.yaml").read_text())
     in_values = _value_keys(values, schema, schema)
     # Optional pass-through keys of definitions (e.g. ephemeral-storage) need no default.
-    in_schema = {k for k in _schema_keys(schema, {"properties": schema["properties"]}) if k.count(".") <= 3}
+    in_schema = {
+        k for k in _schema_keys(schema, {"properties": schema["properties"]}) if k.count(".") <= 3
+    }
     optional = {
         ".global",
         ".podSecurityContext.fsGroupChangePolicy",
@@ -879,7 +1030,9 @@ def test_values_yaml_documents_every_schema_key() -> None:
         if not re.search(r"\.(requests|limits)\.", k) and not k.endswith((".requests", ".limits"))
     }
     assert not missing, f"schema keys without a default in values.yaml: {sorted(missing)}"
-    assert in_values <= _schema_keys(schema, {"properties": schema["properties"]}), "values.yaml has keys the schema lacks"
+    assert in_values <= _schema_keys(schema, {"properties": schema["properties"]}), (
+        "values.yaml has keys the schema lacks"
+    )
 
 
 def test_chart_metadata() -> None:

@@ -1,0 +1,226 @@
+"""Prometheus alert rules and scrape config, Grafana provisioning and dashboard.
+
+Every PromQL expression is parsed with a real PromQL parser (promql-parser) and
+may only use the metric names, and the labels of those metrics, of the contract.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+import yaml
+from deploy_support import CONTRACT, DEPLOY, check_promql, promql_facts
+
+ALERTS = DEPLOY / "prometheus" / "alerts.yaml"
+PROMETHEUS_CONFIG = DEPLOY / "prometheus" / "prometheus.yml"
+DASHBOARD = DEPLOY / "grafana" / "dashboards" / "ascension-engine.json"
+DATASOURCES = DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yaml"
+DASHBOARD_PROVIDERS = DEPLOY / "grafana" / "provisioning" / "dashboards" / "ascension.yaml"
+DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+
+# What the operators must be warned about, and the metric that tells it.
+TOPICS = {
+    "gRPC error rate": "ascension_grpc_requests_total",
+    "gRPC latency p99": "ascension_grpc_request_seconds_bucket",
+    "compare-and-set conflicts": "ascension_cas_conflicts_total",
+    "AI queue wait": "ascension_worker_queue_wait_seconds_bucket",
+    "AI decision time": "ascension_worker_decision_seconds_bucket",
+    "stalled games": "ascension_ai_seat_wait_seconds",
+}
+
+
+def alert_rules() -> list[dict[str, Any]]:
+    document = yaml.safe_load(ALERTS.read_text())
+    return [rule for group in document["groups"] for rule in group["rules"]]
+
+
+# ---------------------------------------------------------------------------
+# alerts.yaml
+# ---------------------------------------------------------------------------
+
+
+def test_alerts_file_structure() -> None:
+    document = yaml.safe_load(ALERTS.read_text())
+    assert set(document) == {"groups"}
+    assert document["groups"], "no rule groups"
+    group_names = [group["name"] for group in document["groups"]]
+    assert len(group_names) == len(set(group_names))
+    names = []
+    for group in document["groups"]:
+        assert set(group) <= {"name", "interval", "rules"}, group["name"]
+        assert group["rules"], group["name"]
+        for rule in group["rules"]:
+            assert set(rule) <= {
+                "alert",
+                "expr",
+                "for",
+                "labels",
+                "annotations",
+                "keep_firing_for",
+            }, rule
+            assert re.match(r"^[A-Z][A-Za-z0-9]+$", rule["alert"]), rule["alert"]
+            assert DURATION.match(rule["for"]), f"{rule['alert']}: for {rule['for']!r}"
+            assert rule["labels"]["severity"] in {"warning", "critical"}, rule["alert"]
+            assert rule["annotations"]["summary"] and rule["annotations"]["description"], rule[
+                "alert"
+            ]
+            names.append(rule["alert"])
+    assert len(names) == len(set(names)), "duplicate alert names"
+
+
+@pytest.mark.parametrize("rule", alert_rules(), ids=lambda rule: rule["alert"])
+def test_alert_expression_uses_contract_metrics(rule: dict[str, Any]) -> None:
+    facts = check_promql(rule["expr"], rule["alert"])
+    # Annotations may only name labels the expression keeps.
+    used = set(re.findall(r"\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)", json.dumps(rule["annotations"])))
+    assert used <= facts.labels, f"{rule['alert']}: annotations use {sorted(used - facts.labels)}"
+
+
+def test_alerts_cover_every_topic() -> None:
+    covered: dict[str, list[str]] = {}
+    for rule in alert_rules():
+        for metric in promql_facts(rule["expr"]).metrics:
+            covered.setdefault(metric, []).append(rule["alert"])
+    missing = {topic for topic, metric in TOPICS.items() if metric not in covered}
+    assert not missing, f"no alert for: {sorted(missing)}"
+    latency = [
+        r
+        for r in alert_rules()
+        if "ascension_grpc_request_seconds_bucket" in promql_facts(r["expr"]).metrics
+    ]
+    assert any(q == 0.99 for r in latency for q, _ in promql_facts(r["expr"]).quantiles), (
+        "latency alert is not p99"
+    )
+    errors = [
+        r
+        for r in alert_rules()
+        if "ascension_grpc_requests_total" in promql_facts(r["expr"]).metrics
+    ]
+    assert any("code" in promql_facts(r["expr"]).labels for r in errors), (
+        "error-rate alert does not look at codes"
+    )
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("sum(rate(ascension_grpc_requests_total[5m]) > 1", "PromQL"),
+        ("rate(ascension_grpc_requests[5m]) > 1", "outside the contract"),
+        ('sum(rate(ascension_grpc_requests_total{status="INTERNAL"}[5m])) > 1', "labels"),
+        (
+            "histogram_quantile(0.99, sum by (method) (rate(ascension_grpc_request_seconds_bucket[5m])))",
+            "le",
+        ),
+    ],
+)
+def test_expression_checks_are_not_vacuous(expr: str, message: str) -> None:
+    with pytest.raises(AssertionError, match=message):
+        check_promql(expr, "bad")
+
+
+# ---------------------------------------------------------------------------
+# prometheus.yml (compose stack)
+# ---------------------------------------------------------------------------
+
+
+def test_prometheus_config_loads_the_alerts_and_scrapes_engine_and_workers() -> None:
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+    assert DURATION.match(config["global"]["scrape_interval"])
+    assert config["rule_files"] == ["/etc/prometheus/alerts.yaml"]
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert len(jobs) == len(config["scrape_configs"]), "duplicate job names"
+    expected = {
+        "ascension-engine": ("engine", int(CONTRACT.env_defaults["ENGINE_METRICS_PORT"])),
+        "ascension-worker": ("worker", int(CONTRACT.env_defaults["WORKER_METRICS_PORT"])),
+    }
+    for job_name, (service, port) in expected.items():
+        (sd,) = jobs[job_name]["dns_sd_configs"]
+        assert sd["names"] == [service] and sd["type"] == "A" and sd["port"] == port, job_name
+        assert jobs[job_name].get("metrics_path", "/metrics") == "/metrics"
+
+
+# ---------------------------------------------------------------------------
+# Grafana
+# ---------------------------------------------------------------------------
+
+
+def dashboard_panels() -> list[dict[str, Any]]:
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [panel for panel in dashboard["panels"] if panel["type"] != "row"]
+
+
+def grafana_to_promql(expr: str) -> str:
+    """Replace Grafana's macros by values Prometheus would see."""
+    return (
+        expr.replace("$__rate_interval", "1m")
+        .replace("$__interval", "30s")
+        .replace("$__range", "1h")
+    )
+
+
+def test_dashboard_structure() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert dashboard["uid"] and dashboard["title"]
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids)), "duplicate panel ids"
+    cells: set[tuple[int, int]] = set()
+    for panel in dashboard["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24, panel["title"]
+        area = {
+            (x, y)
+            for x in range(grid["x"], grid["x"] + grid["w"])
+            for y in range(grid["y"], grid["y"] + grid["h"])
+        }
+        assert not cells & area, f"panel {panel['title']!r} overlaps another"
+        cells |= area
+    for panel in dashboard_panels():
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+        assert panel["targets"], panel["title"]
+        ref_ids = [target["refId"] for target in panel["targets"]]
+        assert len(ref_ids) == len(set(ref_ids)), panel["title"]
+
+
+@pytest.mark.parametrize("panel", dashboard_panels(), ids=lambda panel: panel["title"])
+def test_dashboard_queries_use_contract_metrics(panel: dict[str, Any]) -> None:
+    for target in panel["targets"]:
+        facts = check_promql(
+            grafana_to_promql(target["expr"]), f"{panel['title']}/{target['refId']}"
+        )
+        legend_labels = set(
+            re.findall(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}", target.get("legendFormat", ""))
+        )
+        assert legend_labels <= facts.labels, (
+            f"{panel['title']}: legend uses {sorted(legend_labels - facts.labels)}"
+        )
+
+
+def test_dashboard_covers_every_topic_and_every_metric() -> None:
+    used: set[str] = set()
+    for panel in dashboard_panels():
+        for target in panel["targets"]:
+            used |= promql_facts(grafana_to_promql(target["expr"])).metrics
+    assert set(TOPICS.values()) <= used
+    assert used == set(CONTRACT.metrics), (
+        f"metrics not shown: {sorted(set(CONTRACT.metrics) - used)}"
+    )
+
+
+def test_grafana_provisioning() -> None:
+    datasources = yaml.safe_load(DATASOURCES.read_text())
+    assert datasources["apiVersion"] == 1
+    (prometheus,) = datasources["datasources"]
+    assert prometheus["type"] == "prometheus"
+    assert prometheus["url"] == "http://prometheus:9090"
+    assert prometheus["isDefault"] is True
+    providers = yaml.safe_load(DASHBOARD_PROVIDERS.read_text())
+    assert providers["apiVersion"] == 1
+    (provider,) = providers["providers"]
+    assert provider["type"] == "file"
+    assert provider["options"]["path"] == "/etc/grafana/dashboards"
