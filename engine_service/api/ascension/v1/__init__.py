@@ -1,0 +1,1 @@
+"""Generated package (engine_service.proto_gen)."""
