@@ -27,9 +27,9 @@ them. Grammar::
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
-Op: TypeAlias = tuple[int, ...]
+Op: TypeAlias = tuple[Any, ...]
 """A compiled step: (op code, int args...). ``choose`` and conditions nest ops as args."""
 
 # Card types
@@ -163,7 +163,7 @@ def parse_op(text: str) -> Op:
         options = [o.strip() for o in text[len("choose") :].split("|")]
         if len(options) < 2:
             raise EffectSyntaxError(f"choose needs two or more options separated by '|': {text!r}")
-        return (OP_CHOOSE, *(parse_op(o) for o in options))  # type: ignore[arg-type]
+        return (OP_CHOOSE, *(parse_op(o) for o in options))
     raise EffectSyntaxError(f"unknown effect {head!r} in {text!r}")
 
 
@@ -175,10 +175,10 @@ def parse_step(text: str) -> Op:
     cond_text = cond_text.strip()
     op = parse_op(rest.strip())
     if cond_text.startswith("treasures>="):
-        return (OP_IF, COND_TREASURES, _int(cond_text[len("treasures>=") :], text), op)  # type: ignore[arg-type]
+        return (OP_IF, COND_TREASURES, _int(cond_text[len("treasures>=") :], text), op)
     named = {"plunder": COND_PLUNDER, "kraken": COND_KRAKEN, "in_deep": COND_IN_DEEP}
     if cond_text in named:
-        return (OP_IF, named[cond_text], 0, op)  # type: ignore[arg-type]
+        return (OP_IF, named[cond_text], 0, op)
     raise EffectSyntaxError(f"unknown condition {cond_text!r} in {text!r}")
 
 

@@ -299,7 +299,7 @@ def load_catalog(files: Iterable[Path] | None = None) -> Catalog:
 
 
 def _asdict(s: SetDef) -> dict[str, Any]:
-    return {f: getattr(s, f) for f in s.__slots__}  # type: ignore[attr-defined]
+    return {f: getattr(s, f) for f in s.__slots__}
 
 
 _DEFAULT: Catalog | None = None

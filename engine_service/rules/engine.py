@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine_service.cards import language as L
 from engine_service.rules import actions as A
 from engine_service.rules import effects as E
@@ -159,17 +161,17 @@ def _main_actions(s: State) -> list[int]:
     return out
 
 
-def _place_actions(s: State, d: tuple[int, ...]) -> list[int]:
+def _place_actions(s: State, d: tuple[Any, ...]) -> list[int]:
     return [A.PLACE_SHIP << 16 | sp for sp in range(SPACES)]
 
 
-def _move_actions(s: State, d: tuple[int, ...]) -> list[int]:
+def _move_actions(s: State, d: tuple[Any, ...]) -> list[int]:
     return [A.MOVE_SHIP << 16 | nb for nb in NEIGHBORS[s.ship[d[1]]]] + [enc(A.SKIP)]
 
 
-def _banish_actions(s: State, d: tuple[int, ...]) -> list[int]:
+def _banish_actions(s: State, d: tuple[Any, ...]) -> list[int]:
     q, zones = d[1], d[3]
-    out = []
+    out: list[int] = []
     if zones & L.Z_HAND:
         out.extend(A.BANISH_HAND << 16 | c for c in dict.fromkeys(s.hands[q]))
     if zones & L.Z_DISCARD:
@@ -180,36 +182,36 @@ def _banish_actions(s: State, d: tuple[int, ...]) -> list[int]:
     return out
 
 
-def _raid_actions(s: State, d: tuple[int, ...]) -> list[int]:
-    out = []
+def _raid_actions(s: State, d: tuple[Any, ...]) -> list[int]:
+    out: list[int] = []
     for q in E.raid_victims(s, d[1]):
         out.extend(A.RAID_TAKE << 16 | A.raid_arg(q, item) for item in E.treasure_items(s, q))
     out.append(enc(A.SKIP))
     return out
 
 
-def _prevent_actions(s: State, d: tuple[int, ...]) -> list[int]:
+def _prevent_actions(s: State, d: tuple[Any, ...]) -> list[int]:
     prevent = s.T.prevent
     out = [A.PREVENT_RAID << 16 | c for c in dict.fromkeys(s.hands[d[1]]) if prevent[c]]
     out.append(enc(A.SKIP))
     return out
 
 
-def _tribute_actions(s: State, d: tuple[int, ...]) -> list[int]:
+def _tribute_actions(s: State, d: tuple[Any, ...]) -> list[int]:
     return [A.GIVE_TREASURE << 16 | item for item in E.treasure_items(s, d[1])]
 
 
-def _free_actions(s: State, d: tuple[int, ...]) -> list[int]:
+def _free_actions(s: State, d: tuple[Any, ...]) -> list[int]:
     out = [A.TAKE_FREE << 16 | t for t in E.free_targets(s, d[3], d[4], d[5], d[6], d[7])]
     out.append(enc(A.SKIP))
     return out
 
 
-def _choose_actions(s: State, d: tuple[int, ...]) -> list[int]:
+def _choose_actions(s: State, d: tuple[Any, ...]) -> list[int]:
     return [A.CHOOSE << 16 | i for i in range(len(d[3]) - 1)]
 
 
-def _destroy_actions(s: State, d: tuple[int, ...]) -> list[int]:
+def _destroy_actions(s: State, d: tuple[Any, ...]) -> list[int]:
     return [A.DESTROY << 16 | c for c in dict.fromkeys(s.constructs[d[1]])]
 
 
@@ -383,43 +385,43 @@ _MAIN = {
 # ---- answers to pending choices ----------------------------------------------------------
 
 
-def _place_ship(s: State, d: tuple[int, ...], sp: int, ev: list[Event]) -> None:
+def _place_ship(s: State, d: tuple[Any, ...], sp: int, ev: list[Event]) -> None:
     E.arrive(s, d[1], sp, ev)
 
 
-def _move_ship(s: State, d: tuple[int, ...], sp: int, ev: list[Event]) -> None:
+def _move_ship(s: State, d: tuple[Any, ...], sp: int, ev: list[Event]) -> None:
     E.arrive(s, d[1], sp, ev)
 
 
-def _skip(s: State, d: tuple[int, ...], arg: int, ev: list[Event]) -> None:
+def _skip(s: State, d: tuple[Any, ...], arg: int, ev: list[Event]) -> None:
     if d[0] == A.D_PREVENT:  # the victim lets the Raid happen
         _transfer(s, d[3], d[1], d[4], ev)
     else:
         ev.append(("skip", d[1], d[0]))
 
 
-def _banished(s: State, d: tuple[int, ...], c: int, ev: list[Event]) -> None:
+def _banished(s: State, d: tuple[Any, ...], c: int, ev: list[Event]) -> None:
     """Relentless Skipper: having banished c, acquire a card worth up to 1 more Honor."""
     if d[4] == A.BANISH_SKIPPER:
         op = (E.I_FREE, -1, -1, -1, s.T.honor[c] + 1, A.FREE_SKIPPER)
         s.stack.append((op, d[1], d[2]))
 
 
-def _banish_hand(s: State, d: tuple[int, ...], c: int, ev: list[Event]) -> None:
+def _banish_hand(s: State, d: tuple[Any, ...], c: int, ev: list[Event]) -> None:
     s.hands[d[1]].remove(c)
     E.banish_card(s, c)
     ev.append(("banish", d[1], c, "hand"))
     _banished(s, d, c, ev)
 
 
-def _banish_discard(s: State, d: tuple[int, ...], c: int, ev: list[Event]) -> None:
+def _banish_discard(s: State, d: tuple[Any, ...], c: int, ev: list[Event]) -> None:
     s.discards[d[1]].remove(c)
     E.banish_card(s, c)
     ev.append(("banish", d[1], c, "discard"))
     _banished(s, d, c, ev)
 
 
-def _banish_center(s: State, d: tuple[int, ...], sp: int, ev: list[Event]) -> None:
+def _banish_center(s: State, d: tuple[Any, ...], sp: int, ev: list[Event]) -> None:
     """The card goes to The Void and is replaced at once; Treasure under it and the coin on
     its space stay on the space (see docs/rules-notes.md)."""
     c = s.center[sp]
@@ -431,7 +433,7 @@ def _banish_center(s: State, d: tuple[int, ...], sp: int, ev: list[Event]) -> No
         E.push_ops(s, s.T.fate[f], s.active, f)
 
 
-def _raid_take(s: State, d: tuple[int, ...], arg: int, ev: list[Event]) -> None:
+def _raid_take(s: State, d: tuple[Any, ...], arg: int, ev: list[Event]) -> None:
     """A Raid attempt; only the first attempt of each turn can be prevented."""
     p = d[1]
     victim, item = divmod(arg, 4096)
@@ -453,26 +455,26 @@ def _transfer(s: State, raider: int, victim: int, item: int, ev: list[Event]) ->
     E.push_seq(s, seq)
 
 
-def _prevent(s: State, d: tuple[int, ...], c: int, ev: list[Event]) -> None:
+def _prevent(s: State, d: tuple[Any, ...], c: int, ev: list[Event]) -> None:
     ev.append(("raid_prevented", d[1], c))  # the card is revealed and stays in hand
 
 
-def _give(s: State, d: tuple[int, ...], item: int, ev: list[Event]) -> None:
+def _give(s: State, d: tuple[Any, ...], item: int, ev: list[Event]) -> None:
     E.give_to_thukal(s, d[1], item, ev)
 
 
-def _take_free(s: State, d: tuple[int, ...], target: int, ev: list[Event]) -> None:
+def _take_free(s: State, d: tuple[Any, ...], target: int, ev: list[Event]) -> None:
     if d[7] == A.FREE_DEFEAT:
         E.defeat(s, d[1], target, ev)
     else:
         E.acquire(s, d[1], target, ev)
 
 
-def _choose(s: State, d: tuple[int, ...], i: int, ev: list[Event]) -> None:
+def _choose(s: State, d: tuple[Any, ...], i: int, ev: list[Event]) -> None:
     s.stack.append((d[3][i + 1], d[1], d[2]))
 
 
-def _destroy(s: State, d: tuple[int, ...], c: int, ev: list[Event]) -> None:
+def _destroy(s: State, d: tuple[Any, ...], c: int, ev: list[Event]) -> None:
     E.destroy(s, d[1], c, ev)
 
 

@@ -124,7 +124,7 @@ class State:
     used: list[int]  # once-per-turn abilities used this turn: card id * 8 + ability index
     unite_done: int  # bitmask over ``played`` indices whose Unite has resolved
     stack: list[tuple[Any, ...]]  # pending effect steps, next at the end
-    decision: tuple[int, ...] | None  # the open choice, or None: the active seat's main phase
+    decision: tuple[Any, ...] | None  # the open choice, or None: the active seat's main phase
 
     def clone(self) -> State:
         s = State.__new__(State)

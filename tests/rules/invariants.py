@@ -1,0 +1,59 @@
+"""Whole-state invariants checked after every step of random games."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from engine_service import rules
+from engine_service.rules.state import COIN_DOWN, KRAKEN_IN_DEEP, PILE_HEAVY, PILE_MYSTIC, State
+
+
+def card_multiset(s: State) -> Counter[int]:
+    """Every physical card, wherever it is (piles and The Deep included)."""
+    T = s.T
+    count: Counter[int] = Counter()
+    for zones in (s.hands, s.decks, s.discards, s.played, s.constructs, s.ongoing, s.treasures, s.under):
+        for z in zones:
+            count.update(z)
+    count.update(s.out)
+    count.update(c for c in s.center if c >= 0)
+    count.update(s.center_deck)
+    count.update(s.void)
+    count[T.mystic] += s.piles[PILE_MYSTIC]
+    count[T.heavy] += s.piles[PILE_HEAVY]
+    count[T.cultist] += 1
+    if s.kraken == KRAKEN_IN_DEEP:
+        count[T.thukal] += 1
+    return +count
+
+
+def coin_multiset(s: State) -> Counter[int]:
+    count: Counter[int] = Counter(c & (COIN_DOWN - 1) for z in s.coins for c in z)
+    count.update(c & (COIN_DOWN - 1) for c in s.kraken_coins)
+    count.update(s.bag)
+    if s.board_coin >= 0:
+        count[s.board_coin] += 1
+    return count
+
+
+def check(s: State, cards: Counter[int], coins: Counter[int]) -> None:
+    assert card_multiset(s) == cards, "a card appeared or vanished"
+    assert coin_multiset(s) == coins, "a coin appeared or vanished"
+    initial = s.config.honor_pool
+    if s.ending:
+        assert sum(s.tokens) >= initial and s.pool == 0
+    else:
+        assert sum(s.tokens) == initial - s.pool and s.pool > 0
+    assert all(0 <= c <= 9 for c in s.crew)
+    assert all(-1 <= sp <= 6 for sp in s.ship)
+    blob = rules.serialize(s)
+    assert rules.deserialize(blob) == s, "serialization round trip changed the state"
+    for seat in range(s.n):
+        v = rules.view(s, seat).state
+        for q in range(s.n):
+            if q != seat:
+                assert v.hands[q] == [], "a view holds another seat's hand"
+        assert v.rng == 0
+        assert v.center_deck == sorted(v.center_deck)
+    spectator = rules.view(s).state
+    assert all(h == [] for h in spectator.hands)

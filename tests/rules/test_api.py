@@ -1,0 +1,146 @@
+"""The rules API: typed errors, unchanged state on error, views, determinize, text."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from engine_service import rules
+from engine_service.rules import actions as A
+from engine_service.rules import rng as R
+from engine_service.rules.scenario import scenario
+from engine_service.rules.state import State
+from tests.rules.helpers import cid
+from tests.rules.invariants import card_multiset, check, coin_multiset
+
+
+def midgame(sets: str = "both", players: int = 3, seed: int = 5, steps: int = 120) -> State:
+    s = rules.new_game(rules.GameConfig(sets=sets, players=players, seed=seed))
+    rnd = random.Random(seed)
+    for _ in range(steps):
+        acts = rules.legal_actions(s)
+        rules.apply(s, rnd.choice(acts[1:]) if len(acts) > 1 and s.decision is None else rnd.choice(acts))
+    return s
+
+
+def test_an_illegal_action_raises_with_a_reason_and_leaves_the_state_unchanged() -> None:
+    s = scenario(center={2: "diamondbeaks"}, power=3, ships=[0, 0])
+    before = rules.serialize(s)
+    with pytest.raises(rules.IllegalActionError, match=r"not enough Power \(have 3, need 4\)"):
+        rules.apply(s, A.encode(A.DEFEAT, 2))
+    with pytest.raises(rules.IllegalActionError, match="Crew can only be spent on the card at your ship's space"):
+        rules.apply(s, A.encode(A.DEFEAT_CREW, 2))
+    with pytest.raises(rules.IllegalActionError, match="not in your hand"):
+        rules.apply(s, A.encode(A.PLAY, cid(s, "naka_blackblade")))
+    with pytest.raises(rules.IllegalActionError, match="no choice is pending"):
+        rules.apply(s, A.encode(A.SKIP))
+    assert rules.serialize(s) == before
+
+
+def test_a_malformed_action_is_a_typed_error() -> None:
+    s = scenario()
+    with pytest.raises(rules.MalformedActionError):
+        rules.apply(s, 99 << 16)
+    with pytest.raises(rules.MalformedActionError):
+        rules.apply(s, -5)
+
+
+def test_answering_out_of_turn_names_the_pending_choice() -> None:
+    s = rules.new_game(rules.GameConfig(sets="ss", players=2, seed=1))
+    with pytest.raises(rules.IllegalActionError, match="place_ship"):
+        rules.apply(s, A.encode(A.PLAY, s.hands[s.first][0]))
+
+
+def test_invariant_checker_catches_a_lost_card() -> None:
+    s = midgame()
+    cards, coins = card_multiset(s), coin_multiset(s)
+    check(s, cards, coins)
+    s.discards[0].append(cid(s, "mystic"))
+    with pytest.raises(AssertionError):
+        check(s, cards, coins)
+
+
+def hide_differently(s: State, seat: int, seed: int) -> State:
+    """The same game except for what ``seat`` cannot see."""
+    t = s.clone()
+    x = R.seed_state(seed)
+    for q in range(t.n):
+        if q == seat:
+            x = R.shuffle(x, t.decks[q])
+        else:
+            pool = t.hands[q] + t.decks[q]
+            x = R.shuffle(x, pool)
+            k = len(t.hands[q])
+            t.hands[q], t.decks[q] = pool[:k], pool[k:]
+    x = R.shuffle(x, t.center_deck)
+    x = R.shuffle(x, t.bag)
+    t.rng = R.step(x)
+    return t
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_view_depends_only_on_what_the_seat_may_know(seed: int) -> None:
+    s = midgame(seed=seed)
+    for seat in range(s.n):
+        other = hide_differently(s, seat, seed + 100)
+        assert other.hands != s.hands or other.decks != s.decks  # they really differ
+        assert rules.view(s, seat).serialize() == rules.view(other, seat).serialize()
+
+
+def test_a_view_shows_own_hand_and_only_counts_of_others() -> None:
+    s = midgame()
+    v = rules.view(s, 1)
+    assert Counter(v.state.hands[1]) == Counter(s.hands[1])
+    assert v.hand_counts == [len(h) for h in s.hands]
+    assert v.state.hands[0] == [] and v.state.hands[2] == []
+    spectator = rules.view(s)
+    assert all(h == [] for h in spectator.state.hands)
+
+
+def test_determinize_gives_a_full_state_consistent_with_the_view() -> None:
+    s = midgame()
+    for seat in range(s.n):
+        v = rules.view(s, seat)
+        d = rules.determinize(v, seed=42)
+        assert [len(h) for h in d.hands] == [len(h) for h in s.hands]
+        assert rules.view(d, seat).serialize() == v.serialize()
+        assert card_multiset(d) == card_multiset(s)
+        # and it can be played on
+        acts = rules.legal_actions(d)
+        if d.to_move() == seat:
+            assert sorted(acts) == sorted(rules.legal_actions(s))
+        rules.apply(d, acts[0])
+
+
+def test_view_bytes_round_trip() -> None:
+    s = midgame()
+    v = rules.view(s, 2)
+    back = rules.View.deserialize(v.serialize())
+    assert back.seat == 2 and back.hand_counts == v.hand_counts and back.state == v.state
+
+
+def test_serialized_state_from_other_card_data_is_refused() -> None:
+    s = midgame()
+    blob = bytearray(rules.serialize(s))
+    with pytest.raises(rules.SerializationError):
+        rules.deserialize(bytes([9]) + bytes(blob[1:]))
+    with pytest.raises(rules.SerializationError):
+        rules.deserialize(bytes(blob[:1]) + b"garbage")
+
+
+def test_every_legal_action_and_event_has_a_readable_description() -> None:
+    s = rules.new_game(rules.GameConfig(sets="both", players=3, seed=9))
+    rnd = random.Random(9)
+    seen: set[int] = set()
+    while not s.over:
+        acts = rules.legal_actions(s)
+        for a in acts:
+            text = rules.describe_action(s, a)
+            assert text and not text.startswith("Action "), a
+            seen.add(a >> 16)
+        events = rules.apply(s, rnd.choice(acts[1:]) if len(acts) > 1 and s.decision is None else rnd.choice(acts))
+        for e in events:
+            assert rules.describe_event(s, e)
+    assert {A.END_TURN, A.PLAY, A.ACQUIRE, A.DEFEAT, A.MOVE, A.PLACE_SHIP} <= seen
