@@ -240,7 +240,13 @@ def test_validation_is_not_vacuous() -> None:
 
 @scenario_names
 def test_helm_lint_strict_passes(scenario: str) -> None:
-    report = helm_python.lint(str(CHART_DIR), SCENARIOS[scenario], strict=True, namespace=NAMESPACE)
+    report = helm_python.lint(
+        str(CHART_DIR),
+        SCENARIOS[scenario],
+        strict=True,
+        namespace=NAMESPACE,
+        kube_version=f"v{KUBE_VERSION}",
+    )
     assert report["errors"] == []
     serious = [message for message in report["messages"] if message["severity"] >= 2]
     assert serious == []
@@ -1041,3 +1047,12 @@ def test_chart_metadata() -> None:
     assert metadata["name"] == Path(CHART_DIR).name
     assert metadata["type"] == "application"
     assert re.match(r"^\d+\.\d+\.\d+$", metadata["version"])
+
+
+def test_packaged_chart_renders_like_the_directory(tmp_path: Path) -> None:
+    """.helmignore keeps what the templates read (files/), and the archive loads."""
+    archive = helm_python.package(str(CHART_DIR), destination=str(tmp_path))
+    values = SCENARIOS["everything"]
+    with helm_python.Chart.load(archive) as packaged:
+        assert packaged.version == "0.1.0"
+        assert packaged.render(values, name=RELEASE, namespace=NAMESPACE) == render(values)
