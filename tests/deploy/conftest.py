@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
-# Make deploy_support importable whatever pytest's import mode is.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import deploy_support
+from tests.deploy import deploy_support
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped, unused-ignore]
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

@@ -9,8 +9,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
-import yaml
-from deploy_support import CONTRACT, DEPLOY, REPO, check_command
+import yaml  # type: ignore[import-untyped, unused-ignore]
+
+from tests.deploy.deploy_support import CONTRACT, DEPLOY, REPO, check_command
 
 COMPOSE = DEPLOY / "compose.yaml"
 CHECK_JSONSCHEMA = Path(sys.executable).with_name("check-jsonschema")

@@ -20,8 +20,9 @@ from concurrent import futures
 from dataclasses import dataclass, field
 
 import pytest
-import yaml
-from deploy_support import CHART_DIR, CONTRACT, DEPLOY, REPO, check_command
+import yaml  # type: ignore[import-untyped, unused-ignore]
+
+from tests.deploy.deploy_support import CHART_DIR, CONTRACT, DEPLOY, REPO, check_command
 
 DOCKERFILE = DEPLOY / "docker" / "Dockerfile"
 DOCKERIGNORE = DEPLOY / "docker" / "Dockerfile.dockerignore"
@@ -249,7 +250,7 @@ def free_port() -> int:
 
 @pytest.fixture
 def health_server() -> Iterator[tuple[int, object]]:
-    import grpc
+    import grpc  # type: ignore[import-untyped, unused-ignore]
     from grpc_health.v1 import health, health_pb2_grpc
 
     port = free_port()

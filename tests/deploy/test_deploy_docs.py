@@ -6,8 +6,9 @@ import re
 from typing import Any
 
 import pytest
-import yaml
-from deploy_support import CHART_DIR, CONTRACT, DEPLOY, REPO
+import yaml  # type: ignore[import-untyped, unused-ignore]
+
+from tests.deploy.deploy_support import CHART_DIR, CONTRACT, DEPLOY, REPO
 
 GUIDE = REPO / "docs" / "operations.md"
 

@@ -16,11 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import helm_python
-import jsonschema
+import jsonschema  # type: ignore[import-untyped, unused-ignore]
 import kubernetes_validate
 import pytest
-import yaml
-from deploy_support import CHART_DIR, CONTRACT, DEPLOY, KUBE_VERSION, load_yaml_documents
+import yaml  # type: ignore[import-untyped, unused-ignore]
+
+from tests.deploy.deploy_support import (
+    CHART_DIR,
+    CONTRACT,
+    DEPLOY,
+    KUBE_VERSION,
+    load_yaml_documents,
+)
 
 helm_python.disable_logging()
 

@@ -11,8 +11,9 @@ import re
 from typing import Any
 
 import pytest
-import yaml
-from deploy_support import CONTRACT, DEPLOY, check_promql, promql_facts
+import yaml  # type: ignore[import-untyped, unused-ignore]
+
+from tests.deploy.deploy_support import CONTRACT, DEPLOY, check_promql, promql_facts
 
 ALERTS = DEPLOY / "prometheus" / "alerts.yaml"
 PROMETHEUS_CONFIG = DEPLOY / "prometheus" / "prometheus.yml"

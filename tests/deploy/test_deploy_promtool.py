@@ -11,8 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
-from deploy_support import CHART_DIR, DEPLOY
+import yaml  # type: ignore[import-untyped, unused-ignore]
+
+from tests.deploy.deploy_support import CHART_DIR, DEPLOY
 
 PROMETHEUS_DIR = DEPLOY / "prometheus"
 
