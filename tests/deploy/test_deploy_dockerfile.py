@@ -7,6 +7,7 @@ real against a gRPC health server.
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import re
@@ -15,14 +16,23 @@ import socket
 import subprocess
 import sys
 import tomllib
+import zipfile
 from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
-from tests.deploy.deploy_support import CHART_DIR, CONTRACT, DEPLOY, REPO, check_command
+from tests.deploy.deploy_support import (
+    CHART_DIR,
+    CONTRACT,
+    DEPLOY,
+    REPO,
+    check_command,
+    console_scripts,
+)
 
 DOCKERFILE = DEPLOY / "docker" / "Dockerfile"
 DOCKERIGNORE = DEPLOY / "docker" / "Dockerfile.dockerignore"
@@ -397,3 +407,83 @@ def test_build_context_leaves_out_the_rest() -> None:
         "benchmarks/run.py",
     ]:
         assert is_ignored(path), f"{path} would be sent to the builder"
+
+
+def build_context(destination: Path) -> int:
+    """Copy the files of the working tree that the ignore file lets into the build context."""
+    negated_prefixes = [pattern for negated, pattern in ignore_patterns() if negated]
+    count = 0
+    for root, directories, files in os.walk(REPO):
+        relative_root = Path(root).relative_to(REPO)
+        kept = []
+        for directory in directories:
+            path = (relative_root / directory).as_posix()
+            reincluded = any(prefix.startswith(path + "/") for prefix in negated_prefixes)
+            if not is_ignored(path) or reincluded:
+                kept.append(directory)
+        directories[:] = kept
+        for name in files:
+            path = (relative_root / name).as_posix()
+            if not is_ignored(path):
+                target = destination / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes((REPO / path).read_bytes())
+                count += 1
+    return count
+
+
+@pytest.fixture(scope="module")
+def image_wheel(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """What `pip install .` does in the build stage, on exactly the files the builder receives:
+    the names in the project's wheel."""
+    tmp_path = tmp_path_factory.mktemp("image")
+    context = tmp_path / "context"
+    assert build_context(context) > 0
+    assert not (context / ".venv").exists() and not (context / "tests").exists()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-cache-dir",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(context),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (wheel,) = (tmp_path / "dist").glob("ascension_engine-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        scripts = configparser.ConfigParser()
+        scripts.read_string(archive.read(entry_points).decode())
+    assert dict(scripts["console_scripts"]) == console_scripts()
+    return names
+
+
+def test_build_context_builds_the_package_with_its_console_scripts_and_card_data(
+    image_wheel: set[str],
+) -> None:
+    assert any(
+        name.startswith("engine_service/cards/data/") and name.endswith(".toml")
+        for name in image_wheel
+    )
+    assert any(name.endswith(".dist-info/entry_points.txt") for name in image_wheel)
+
+
+@pytest.mark.parametrize("script", sorted(CONTRACT.commands))
+def test_console_script_modules_are_in_the_image(image_wheel: set[str], script: str) -> None:
+    target = console_scripts()[script]
+    module = target.split(":")[0].replace(".", "/")
+    assert f"{module}.py" in image_wheel or f"{module}/__init__.py" in image_wheel, (
+        f"`{script}` points at {target}, which the image would not contain"
+    )
