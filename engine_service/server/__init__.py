@@ -1,0 +1,1 @@
+"""The stateless gRPC engine service: ``ascension-engine serve``."""

@@ -1,0 +1,52 @@
+"""``ascension-engine serve``: run the engine (configuration: docs/configuration.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from engine_service.server import config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ascension-engine", description="The Ascension engine gRPC service."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser(
+        "serve",
+        help="run the gRPC server (flags override environment variables)",
+        description="Run the gRPC server. Every flag mirrors an environment variable.",
+    )
+    config.add_flags(serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = config.load(flags=args)
+    except ValueError as e:
+        print(f"ascension-engine: configuration error: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    from engine_service.server.app import serve
+
+    try:
+        asyncio.run(serve(settings))
+    except KeyboardInterrupt:
+        return 130
+    except OSError as e:
+        print(f"ascension-engine: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

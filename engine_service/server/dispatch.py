@@ -1,0 +1,148 @@
+"""Handing an AI seat's move to whoever plays it: Celery workers, or local processes.
+
+The server never imports bot code. Celery: the task is sent by name to the queue the workers
+consume, through an app made from the broker URL only. Local (the embedded default): a pool of
+spawned processes runs the function named by ``ENGINE_LOCAL_AI_TARGET`` ("module:function",
+imported inside the child) with the payload as keyword arguments; that function connects to
+``engine_address`` and submits the move like any client.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import concurrent.futures
+import importlib
+import logging
+import multiprocessing
+import threading
+from typing import Any
+
+log = logging.getLogger("ascension.engine.dispatch")
+
+TASK_NAME = "ascension.choose_move"
+QUEUE = "ascension.moves"
+
+Payload = dict[str, Any]
+
+
+class Dispatcher(abc.ABC):
+    name = "abstract"
+
+    @abc.abstractmethod
+    async def dispatch(self, payload: Payload) -> None:
+        """Hand the move over (do not wait for it to be played)."""
+
+    async def close(self) -> None:
+        return None
+
+
+class NoDispatcher(Dispatcher):
+    """ENGINE_AI_DISPATCH=off: pending AI moves are recorded, not sent (an external sweeper or
+    worker picks them up)."""
+
+    name = "off"
+
+    async def dispatch(self, payload: Payload) -> None:
+        log.debug(
+            "AI move of game %s seat %s not dispatched (dispatch off)",
+            payload["game_id"],
+            payload["seat"],
+        )
+
+
+class CeleryDispatcher(Dispatcher):
+    name = "celery"
+
+    def __init__(self, broker_url: str) -> None:
+        from celery import Celery
+
+        self.app = Celery("ascension-engine", broker=broker_url, set_as_current=False)
+        self.app.conf.broker_connection_retry_on_startup = True
+        self.app.conf.task_default_queue = QUEUE
+        # One thread sends: a Celery producer is not shared across threads.
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="celery-send"
+        )
+
+    def _send(self, payload: Payload) -> None:
+        self.app.send_task(TASK_NAME, kwargs=payload, queue=QUEUE)
+
+    async def dispatch(self, payload: Payload) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._pool, self._send, payload)
+        except Exception as e:  # the sweeper will send it again
+            log.warning(
+                "could not send the AI move of game %s to Celery: %s", payload["game_id"], e
+            )
+            raise
+
+    async def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def run_target(target: str, payload: Payload) -> object:
+    """In the child process: import ``module:function`` and call it with the payload."""
+    module, _, func = target.partition(":")
+    fn = getattr(importlib.import_module(module), func)
+    return fn(**payload)
+
+
+class LocalDispatcher(Dispatcher):
+    name = "local"
+
+    def __init__(self, target: str, processes: int) -> None:
+        self.target = target
+        self.processes = processes
+        self._lock = threading.Lock()
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+
+    def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                # spawn, not fork: the server has threads (gRPC, metrics) a fork would not carry
+                ctx = multiprocessing.get_context("spawn")
+                self._pool = concurrent.futures.ProcessPoolExecutor(self.processes, mp_context=ctx)
+            return self._pool
+
+    def _done(self, payload: Payload, fut: concurrent.futures.Future[object]) -> None:
+        if fut.cancelled():
+            return
+        e = fut.exception()
+        if e is None:
+            return
+        log.warning(
+            "local AI target %s failed for game %s seat %s: %s: %s",
+            self.target,
+            payload["game_id"],
+            payload["seat"],
+            type(e).__name__,
+            e,
+        )
+        if isinstance(e, concurrent.futures.process.BrokenProcessPool):
+            with self._lock:
+                self._pool = None  # a child died: start a fresh pool next time
+
+    async def dispatch(self, payload: Payload) -> None:
+        try:
+            fut = self._executor().submit(run_target, self.target, payload)
+        except (RuntimeError, concurrent.futures.process.BrokenProcessPool):
+            with self._lock:
+                self._pool = None
+            fut = self._executor().submit(run_target, self.target, payload)
+        fut.add_done_callback(lambda f: self._done(payload, f))
+
+    async def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def make_dispatcher(mode: str, broker_url: str, target: str, processes: int) -> Dispatcher:
+    if mode == "celery":
+        return CeleryDispatcher(broker_url)
+    if mode == "local":
+        return LocalDispatcher(target, processes)
+    return NoDispatcher()

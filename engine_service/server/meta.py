@@ -1,0 +1,90 @@
+"""What a game was created with (never changes): sets, seats, seed, token digests."""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from engine_service.server.bots import BotConfig
+
+HUMAN, AI = "human", "ai"
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    kind: str  # HUMAN or AI
+    name: str
+    bot: BotConfig | None
+
+
+@dataclass(frozen=True, slots=True)
+class GameMeta:
+    sets: str
+    players: int
+    seed: int
+    seats: tuple[Seat, ...]
+    token_digests: tuple[str, ...]
+    admin_digest: str
+    ai_tokens: dict[int, str]  # the raw tokens of AI seats, handed to the workers
+    created_ms: int
+
+    def is_ai(self, seat: int) -> bool:
+        return 0 <= seat < len(self.seats) and self.seats[seat].kind == AI
+
+    def encode(self) -> bytes:
+        seats = [
+            {"kind": s.kind, "name": s.name, "bot": None if s.bot is None else s.bot.as_payload()}
+            for s in self.seats
+        ]
+        return json.dumps(
+            {
+                "sets": self.sets,
+                "players": self.players,
+                "seed": self.seed,
+                "seats": seats,
+                "tokens": list(self.token_digests),
+                "admin": self.admin_digest,
+                "ai_tokens": {str(k): v for k, v in self.ai_tokens.items()},
+                "created_ms": self.created_ms,
+            },
+            separators=(",", ":"),
+        ).encode()
+
+    @staticmethod
+    def decode(raw: bytes) -> GameMeta:
+        d = json.loads(raw)
+        seats = tuple(
+            Seat(s["kind"], s["name"], None if s["bot"] is None else BotConfig(**s["bot"]))
+            for s in d["seats"]
+        )
+        return GameMeta(
+            d["sets"],
+            d["players"],
+            d["seed"],
+            seats,
+            tuple(d["tokens"]),
+            d["admin"],
+            {int(k): v for k, v in d["ai_tokens"].items()},
+            d["created_ms"],
+        )
+
+
+class MetaCache:
+    """Decoded metadata by game id (metadata never changes and ids are never reused)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._items: OrderedDict[str, GameMeta] = OrderedDict()
+
+    def get(self, game_id: str, raw: bytes) -> GameMeta:
+        m = self._items.get(game_id)
+        if m is None:
+            m = GameMeta.decode(raw)
+            self._items[game_id] = m
+            if len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return m
+
+    def forget(self, game_id: str) -> None:
+        self._items.pop(game_id, None)

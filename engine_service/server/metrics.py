@@ -1,0 +1,87 @@
+"""Prometheus metrics of the engine (names are a contract: deploy/ dashboards and alerts use them)."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+_LATENCY_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+_STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+
+
+class Metrics:
+    """One set of metrics in its own registry (so tests can build several servers)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "ascension_grpc_requests",
+            "gRPC requests by method and status code",
+            ["method", "code"],
+            registry=r,
+        )
+        self.request_seconds = Histogram(
+            "ascension_grpc_request_seconds",
+            "gRPC request latency",
+            ["method"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.actions = Counter(
+            "ascension_actions_applied", "actions applied, by kind", ["kind"], registry=r
+        )
+        self.cas_conflicts = Counter(
+            "ascension_cas_conflicts", "commits that lost a version race", registry=r
+        )
+        self.store_seconds = Histogram(
+            "ascension_store_seconds",
+            "store operation latency",
+            ["op"],
+            buckets=_STORE_BUCKETS,
+            registry=r,
+        )
+        self.games_created = Counter("ascension_games_created", "games created", registry=r)
+        self.games_finished = Counter(
+            "ascension_games_finished", "games that reached their end", registry=r
+        )
+        self.games_active = Gauge(
+            "ascension_games_active", "games not over (whole store)", registry=r
+        )
+        self.ai_enqueued = Counter(
+            "ascension_ai_moves_enqueued",
+            "AI moves dispatched (incl. re-dispatches)",
+            ["reason"],
+            registry=r,
+        )
+        self.ai_wait = Gauge(
+            "ascension_ai_seat_wait_seconds",
+            "longest current wait of an AI seat to move",
+            registry=r,
+        )
+
+    def observe_store(self, op: str, seconds: float) -> None:
+        self.store_seconds.labels(op).observe(seconds)
+
+    def observe_rpc(self, method: str, code: str, started: float) -> None:
+        self.requests.labels(method, code).inc()
+        self.request_seconds.labels(method).observe(time.perf_counter() - started)
+
+    def serve(self, port: int, host: str = "0.0.0.0") -> None:
+        start_http_server(port, addr=host, registry=self.registry)

@@ -1,0 +1,117 @@
+"""Checks of incoming requests; each failure names the field at fault (INVALID_ARGUMENT)."""
+
+from __future__ import annotations
+
+import math
+
+from engine_service.api.ascension.v1 import engine_pb2 as epb
+from engine_service.api.ascension.v1 import game_pb2 as pb
+from engine_service.rules.config import SET_CHOICES
+from engine_service.server.bots import BotConfig, check_bot
+from engine_service.server.errors import invalid
+from engine_service.server.ids import valid_game_id
+from engine_service.server.meta import AI, HUMAN, Seat
+
+MAX_NAME = 64
+MAX_TOKEN = 256
+MAX_IDEMPOTENCY_KEY = 128
+MAX_PAGE_SIZE = 500
+DEFAULT_PAGE_SIZE = 50
+MAX_SEATS = 6
+
+
+def game_id(value: str, field: str = "game_id") -> str:
+    if not value:
+        raise invalid(field, "is required")
+    if not valid_game_id(value):
+        raise invalid(
+            field, f"{value[:40]!r} is not a game id (22 characters, as CreateGame returned)"
+        )
+    return value
+
+
+def token(value: str, field: str = "token") -> str:
+    if len(value) > MAX_TOKEN:
+        raise invalid(field, f"longer than {MAX_TOKEN} characters")
+    return value
+
+
+def sets(value: str) -> str:
+    value = value or "ss"
+    if value not in SET_CHOICES:
+        raise invalid(
+            "sets", f"must be one of {', '.join(sorted(SET_CHOICES))}, got {value[:40]!r}"
+        )
+    return value
+
+
+def seats(req: epb.CreateGameRequest) -> tuple[Seat, ...]:
+    if len(req.seats) < 2 or len(req.seats) > MAX_SEATS:
+        raise invalid("seats", f"2 to {MAX_SEATS} seats are needed, got {len(req.seats)}")
+    out = []
+    for i, s in enumerate(req.seats):
+        where = f"seats[{i}]"
+        if s.kind not in (pb.SeatInfo.KIND_UNSPECIFIED, pb.SeatInfo.HUMAN, pb.SeatInfo.AI):
+            raise invalid(f"{where}.kind", f"unknown seat kind {s.kind}")
+        if len(s.name) > MAX_NAME or any(ord(c) < 32 for c in s.name):
+            raise invalid(f"{where}.name", f"at most {MAX_NAME} printable characters")
+        name = s.name or f"Seat {i + 1}"
+        if s.kind == pb.SeatInfo.AI:
+            if not s.HasField("bot"):
+                raise invalid(f"{where}.bot", "an AI seat needs bot settings")
+            b = s.bot
+            bot = BotConfig(b.name, b.iterations, b.time_ms, b.seed, b.exploration)
+            problems = check_bot(bot)
+            if problems:
+                field, problem = problems[0]
+                raise invalid(f"{where}.bot.{field}", problem)
+            if math.isnan(bot.exploration):
+                raise invalid(f"{where}.bot.exploration", "must be a number")
+            out.append(Seat(AI, name, bot))
+        else:
+            if s.HasField("bot"):
+                raise invalid(f"{where}.bot", "only AI seats have bot settings")
+            out.append(Seat(HUMAN, name, None))
+    return tuple(out)
+
+
+def seed(req: epb.CreateGameRequest) -> int | None:
+    if not req.HasField("seed"):
+        return None
+    if req.seed >= 2**63:
+        raise invalid("seed", f"must be below 2**63, got {req.seed}")
+    return req.seed
+
+
+def submit(req: epb.SubmitActionRequest) -> None:
+    game_id(req.game_id)
+    token(req.token)
+    if req.expected_version < 1:
+        raise invalid(
+            "expected_version",
+            f"must be the version you saw (at least 1), got {req.expected_version}",
+        )
+    if len(req.idempotency_key) > MAX_IDEMPOTENCY_KEY:
+        raise invalid("idempotency_key", f"at most {MAX_IDEMPOTENCY_KEY} characters")
+
+
+def page_size(value: int) -> int:
+    if value == 0:
+        return DEFAULT_PAGE_SIZE
+    if not 1 <= value <= MAX_PAGE_SIZE:
+        raise invalid(
+            "page_size", f"must be 1..{MAX_PAGE_SIZE} (0 = {DEFAULT_PAGE_SIZE}), got {value}"
+        )
+    return value
+
+
+def page_token(value: str) -> str:
+    if value and not valid_game_id(value):
+        raise invalid("page_token", "not a page token from a previous ListGames answer")
+    return value
+
+
+def after_version(value: int) -> int:
+    if value < 0:
+        raise invalid("after_version", f"must be 0 or more, got {value}")
+    return value
