@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import threading
 import time
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
@@ -18,10 +19,23 @@ def _b32(n: int, width: int) -> str:
     return "".join(reversed(out))
 
 
+_last = (0, 0)
+_lock = threading.Lock()
+
+
 def new_game_id(now_ms: int | None = None) -> str:
-    """10 characters of milliseconds since the epoch, then 12 random ones (60 bits)."""
+    """10 characters of milliseconds since the epoch, then 12 random ones (60 bits). Within one
+    process ids are strictly increasing (monotonic within a millisecond, as ULIDs are)."""
+    global _last
     ms = int(time.time() * 1000) if now_ms is None else now_ms
-    return _b32(ms, 10) + _b32(secrets.randbits(60), 12)
+    with _lock:
+        last_ms, last_rand = _last
+        if ms <= last_ms and last_rand + 1 < 2**60:
+            ms, rand = last_ms, last_rand + 1
+        else:
+            rand = secrets.randbits(59)  # leaves room to count up within the millisecond
+        _last = (ms, rand)
+    return _b32(ms, 10) + _b32(rand, 12)
 
 
 def valid_game_id(game_id: str) -> bool:

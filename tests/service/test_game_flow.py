@@ -1,0 +1,125 @@
+"""A full game played through the API, and what it leaves behind: updates, replay, listing."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_service import rules
+from engine_service.api.ascension.v1 import engine_pb2 as epb
+from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
+from tests.service import support
+from tests.service.support import CALL_TIMEOUT
+
+
+def _resimulate(replay: epb.Replay) -> rules.State:
+    s = rules.new_game(rules.GameConfig(sets=replay.sets, players=replay.players, seed=replay.seed))
+    for step in replay.steps:
+        assert s.to_move() == step.seat
+        rules.apply(s, step.action)
+    return s
+
+
+@pytest.mark.parametrize("which", ["redis", "memory"])
+def test_full_game_through_the_api(which: str, engine: support.Engine, memory_engine: support.Engine) -> None:
+    stub = (engine if which == "redis" else memory_engine).stub()
+    game = support.create(stub, sets="both", players=2, seed=11)
+    assert game.view.version == 1 and len(game.seat_tokens) == 2 and game.admin_token
+    assert len(set(game.seat_tokens) | {game.admin_token}) == 3
+    assert game.view.seat == -1 and not game.view.legal_actions
+    final, responses = support.play_to_end(stub, game, seed=3)
+    assert final.over and final.to_move == -1 and not final.legal_actions
+    assert final.version == 1 + len(responses)
+    assert [r.update.version for r in responses] == list(range(2, final.version + 1))
+    assert len(final.scores) == 2 and final.winner in (0, 1)
+    assert final.winner == max(final.scores, key=lambda sc: (sc.total, (sc.seat - final.board.first_seat) % 2)).seat
+
+    # The update stream holds every version once, in order, ending with the game's end.
+    updates = list(stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT))
+    assert [u.version for u in updates] == list(range(1, final.version + 1))
+    assert updates[-1].over and updates[0].seat == -1
+    assert [(u.seat, u.action) for u in updates[1:]] == [(r.update.seat, r.update.action) for r in responses]
+    assert all(u.events for u in updates[1:])
+
+    # Resuming from a version sends only what came after it.
+    tail = list(stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id, after_version=final.version - 3),
+                               timeout=CALL_TIMEOUT))  # fmt: skip
+    assert [u.version for u in tail] == [final.version - 2, final.version - 1, final.version]
+
+    # The replay re-simulates to exactly the server's final state.
+    replay = stub.GetReplay(epb.GetReplayRequest(game_id=game.game_id), timeout=CALL_TIMEOUT)
+    assert replay.seed == 11 and replay.version == final.version
+    assert [s.version for s in replay.steps] == list(range(2, final.version + 1))
+    s = _resimulate(replay)
+    assert s.over
+    assert rules.view(s, rules.SPECTATOR).serialize() == stub.GetGame(
+        epb.GetGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT).rules_view  # fmt: skip
+    assert [sc.total for sc in replay.scores] == rules.scores(s) == [sc.total for sc in final.scores]
+
+    # Listing shows it as over; active_only leaves it out.
+    listed = stub.ListGames(epb.ListGamesRequest(page_size=500), timeout=CALL_TIMEOUT)
+    mine = [g for g in listed.games if g.game_id == game.game_id]
+    assert mine and mine[0].over and mine[0].version == final.version
+    active = stub.ListGames(epb.ListGamesRequest(page_size=500, active_only=True), timeout=CALL_TIMEOUT)
+    assert game.game_id not in {g.game_id for g in active.games}
+
+
+def test_view_carries_legal_actions_and_rules_view(stub: rpc.EngineStub) -> None:
+    game = support.create(stub, sets="cotgi", players=3, seed=5)
+    seat = game.view.to_move
+    view = stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=game.seat_tokens[seat]), timeout=CALL_TIMEOUT)
+    assert view.seat == seat and view.to_move == seat and view.version == 1
+    assert {a.kind for a in view.legal_actions} == {"place_ship"}
+    assert all(a.description and a.id >> 16 == rules.KIND_IDS[a.kind] for a in view.legal_actions)
+    listed = stub.ListLegalActions(epb.ListLegalActionsRequest(game_id=game.game_id, token=game.seat_tokens[seat]),
+                                   timeout=CALL_TIMEOUT)  # fmt: skip
+    assert [a.id for a in listed.actions] == [a.id for a in view.legal_actions]
+    other = (seat + 1) % 3
+    not_mine = stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=game.seat_tokens[other]),
+                            timeout=CALL_TIMEOUT)  # fmt: skip
+    assert not not_mine.legal_actions and not_mine.to_move == seat
+    rv = rules.View.deserialize(view.rules_view)
+    assert rv.seat == seat and rules.legal_actions(rv.state) == [a.id for a in view.legal_actions]
+    b = view.board
+    assert len(b.center) == 6 and all(c.card >= 0 for c in b.center)
+    assert b.ghost_pirate_space == 6 and b.board_coin_space >= 0 and b.board_coin.color
+    assert not b.kraken.in_game and b.honor_pool == 90
+    assert b.decision.kind == "place_ship" and b.decision.seat == seat
+    assert view.catalog_fingerprint and view.seat_info[seat].name == f"P{seat + 1}"
+
+
+def test_list_cards_names_every_card(stub: rpc.EngineStub) -> None:
+    cards = stub.ListCards(epb.ListCardsRequest(), timeout=CALL_TIMEOUT)
+    assert [c.id for c in cards.cards] == list(range(len(cards.cards)))
+    by_key = {c.key: c for c in cards.cards}
+    assert by_key["mystic"].name and by_key["mystic"].type == "hero" and by_key["mystic"].text
+    assert by_key["cultist"].type == "monster"
+    game = support.create(stub)
+    assert game.view.catalog_fingerprint == cards.catalog_fingerprint
+    assert all(0 <= c.card < len(cards.cards) for c in game.view.board.center)
+
+
+def test_list_games_pages_newest_first(stub: rpc.EngineStub) -> None:
+    ids = [support.create(stub, seed=i).game_id for i in range(5)]
+    seen: list[str] = []
+    token = ""
+    while True:
+        page = stub.ListGames(epb.ListGamesRequest(page_size=2, page_token=token, active_only=True),
+                              timeout=CALL_TIMEOUT)  # fmt: skip
+        assert len(page.games) <= 2
+        seen += [g.game_id for g in page.games]
+        token = page.next_page_token
+        if not token:
+            break
+    assert seen == sorted(seen, reverse=True)
+    assert seen[:5] == ids[::-1]
+    first = stub.ListGames(epb.ListGamesRequest(page_size=5), timeout=CALL_TIMEOUT)
+    assert all(g.players == 2 and g.version == 1 and not g.over and len(g.seats) == 2 for g in first.games)
+
+
+def test_delete_game(stub: rpc.EngineStub) -> None:
+    game = support.create(stub)
+    stub.DeleteGame(epb.DeleteGameRequest(game_id=game.game_id, admin_token=game.admin_token), timeout=CALL_TIMEOUT)
+    err = support.rpc_error(stub.GetGame, epb.GetGameRequest(game_id=game.game_id))
+    assert err.code().name == "NOT_FOUND"
+    listed = stub.ListGames(epb.ListGamesRequest(page_size=500), timeout=CALL_TIMEOUT)
+    assert game.game_id not in {g.game_id for g in listed.games}
