@@ -43,11 +43,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine_service import rules  # noqa: E402
-from engine_service.cards import language as L  # noqa: E402
-from engine_service.rules import actions as A  # noqa: E402
-from engine_service.rules.state import COIN_ITEM, DEEP, KRAKEN_IN_DEEP, NEIGHBORS, State  # noqa: E402
-from engine_service.rules.tables import Tables, default_tables  # noqa: E402
+from engine_service import rules
+from engine_service.cards import language as L
+from engine_service.rules import actions as A
+from engine_service.rules.state import COIN_ITEM, DEEP, KRAKEN_IN_DEEP, NEIGHBORS, State
+from engine_service.rules.tables import Tables, default_tables
 
 END = A.encode(A.END_TURN)
 SKIP = A.encode(A.SKIP)
@@ -68,19 +68,19 @@ class Values:
 def _op_value(op: L.Op) -> float:
     code = op[0]
     if code == L.OP_GAIN:
-        return op[2] * (1.0, 1.0, 0.6, 1.0, 1.2, 0.2)[op[1]]
+        return float(op[2] * (1.0, 1.0, 0.6, 1.0, 1.2, 0.2)[op[1]])
     if code == L.OP_IF:
-        return 0.5 * _op_value(op[3])  # type: ignore[arg-type]
+        return 0.5 * _op_value(op[3])  # type: ignore[arg-type,unused-ignore]
     if code == L.OP_RAID:
-        return 0.8 * op[1]
+        return 0.8 * float(op[1])
     if code == L.OP_COIN:
-        return 2.5 * op[1]
+        return 2.5 * float(op[1])
     if code in (L.OP_BANISH, L.OP_SKIPPER):
         return 0.8
     if code in (L.OP_ACQUIRE_FREE, L.OP_DEFEAT_FREE):
         return 2.0
     if code == L.OP_CHOOSE:
-        return max(_op_value(o) for o in op[1:])  # type: ignore[arg-type]
+        return max(_op_value(o) for o in op[1:])  # type: ignore[arg-type,unused-ignore]
     return 0.3
 
 
@@ -290,9 +290,7 @@ def play_game(sets: str, players: int, seed: int, policy: str, noise: float) -> 
             a = random_pick(s, legal, rnd)
         for e in apply(s, a):
             tag = e[0]
-            if tag == "acquire" or tag == "defeat":
-                took[e[1]].add(e[2])
-            elif tag == "treasure" and e[2] < COIN_ITEM:
+            if tag == "acquire" or tag == "defeat" or (tag == "treasure" and e[2] < COIN_ITEM):
                 took[e[1]].add(e[2])
     honor = dict.fromkeys(HONOR_PARTS, 0)
     for q in range(players):
@@ -400,7 +398,9 @@ def summarize(
                     took_w[c] += won
     for c in sorted(in_game):
         card = cat[c]
-        st = CardStat(card.key, card.name, card.set, card.origin, L.TYPE_NAMES[card.type], cost=card.cost)
+        st = CardStat(
+            card.key, card.name, card.set, card.origin, L.TYPE_NAMES[card.type], cost=card.cost
+        )
         n1 = took_n[c]
         n0 = samples - n1
         st.took = n1
@@ -421,11 +421,17 @@ def summarize(
     lo, hi = rep.named_range
     for st in judged:
         clear = abs(st.rz) >= 3 and abs(st.resid) >= flag
-        beyond = st.origin == "designed" and (st.resid > hi + 0.02 or st.resid < lo - 0.02) and abs(st.rz) >= 2
+        beyond = (
+            st.origin == "designed"
+            and (st.resid > hi + 0.02 or st.resid < lo - 0.02)
+            and abs(st.rz) >= 2
+        )
         if clear or beyond:
             st.flagged = True
             why = "beyond the named cards" if beyond else f"|resid| >= {flag:.2f}, |z| >= 3"
-            rep.outliers.append(f"{st.name} [{st.origin}] {st.resid:+.3f} (raw {st.diff:+.3f}, z {st.rz:+.1f}; {why})")
+            rep.outliers.append(
+                f"{st.name} [{st.origin}] {st.resid:+.3f} (raw {st.diff:+.3f}, z {st.rz:+.1f}; {why})"
+            )
     return rep
 
 
@@ -464,10 +470,14 @@ def print_report(rep: Report, top: int) -> None:
     print("Honor split: " + ", ".join(f"{k} {100 * h[k]:.1f}%" for k in HONOR_PARTS))
     print("wins by seat in turn order: " + ", ".join(f"{100 * w:.1f}%" for w in rep.seat_win))
     lo, hi = rep.named_range
-    print(f"adjusted difference (for kind and cost) of rulebook center cards: {lo:+.3f} .. {hi:+.3f}")
+    print(
+        f"adjusted difference (for kind and cost) of rulebook center cards: {lo:+.3f} .. {hi:+.3f}"
+    )
     cards = sorted(rep.cards, key=lambda c: -c.resid if c.judged else 9.0)
     shown = cards if top <= 0 or len(cards) <= 2 * top else cards[:top] + cards[-top:]
-    print(f"{'card':28} {'origin':8} {'type':9} {'cost':>4} {'taken':>6} {'diff':>7} {'adjusted':>8} {'z':>6}")
+    print(
+        f"{'card':28} {'origin':8} {'type':9} {'cost':>4} {'taken':>6} {'diff':>7} {'adjusted':>8} {'z':>6}"
+    )
     for i, c in enumerate(shown):
         if top > 0 and len(cards) > 2 * top and i == top:
             print(f"{'...':28}")
@@ -488,7 +498,9 @@ def run_config(
     sets: str, players: int, games: int, policy: str, seed: int, noise: float, pool: Any
 ) -> list[GameResult]:
     jobs = [(sets, players, seed + i, policy, noise) for i in range(games)]
-    it: Iterator[GameResult] = pool.imap_unordered(_job, jobs, chunksize=8) if pool else map(_job, jobs)
+    it: Iterator[GameResult] = (
+        pool.imap_unordered(_job, jobs, chunksize=8) if pool else map(_job, jobs)
+    )
     out = []
     t0 = time.time()
     label = f"{sets} {players}p {policy}"
@@ -501,7 +513,9 @@ def run_config(
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--games", type=int, default=2000, help="games per configuration")
     ap.add_argument("--sets", default="ss,cotgi,both", help="comma-separated: ss, cotgi, both")
     ap.add_argument("--players", default="2", help="comma-separated seat counts")
@@ -509,9 +523,15 @@ def main() -> None:
     ap.add_argument("--noise", type=float, default=0.6, help="greedy pick noise (0 = none)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=0, help="processes (default: every core)")
-    ap.add_argument("--flag", type=float, default=0.12, help="win-rate difference called an outlier")
-    ap.add_argument("--min-taken", type=int, default=40, help="fewest takers for a card to be judged")
-    ap.add_argument("--top", type=int, default=12, help="rows from each end of the card table (0 = all)")
+    ap.add_argument(
+        "--flag", type=float, default=0.12, help="win-rate difference called an outlier"
+    )
+    ap.add_argument(
+        "--min-taken", type=int, default=40, help="fewest takers for a card to be judged"
+    )
+    ap.add_argument(
+        "--top", type=int, default=12, help="rows from each end of the card table (0 = all)"
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = ap.parse_args()
     workers = args.workers or mp.cpu_count()
@@ -521,7 +541,9 @@ def main() -> None:
         for sets in args.sets.split(","):
             for players in (int(x) for x in args.players.split(",")):
                 rules.GameConfig(sets=sets, players=players)  # validate early
-                results = run_config(sets, players, args.games, args.policy, args.seed, args.noise, pool)
+                results = run_config(
+                    sets, players, args.games, args.policy, args.seed, args.noise, pool
+                )
                 rep = summarize(sets, players, args.policy, results, args.flag, args.min_taken)
                 print_report(rep, args.top)
                 reports.append(rep)
