@@ -93,10 +93,16 @@ async def serve(
     for name in ("", SERVICE):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     stop = stop or asyncio.Event()
+    drain = [False]
+
+    def on_signal(sig: signal.Signals) -> None:
+        drain[0] = sig == signal.SIGTERM  # an orchestrator's stop: let load balancers notice first
+        stop.set()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not main thread / not POSIX
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal, sig)
     housekeeping_stop = asyncio.Event()
     sweeper = Sweeper(
         store, dispatcher, metrics, settings.ai_sweep_seconds, settings.ai_stall_seconds
@@ -114,12 +120,12 @@ async def serve(
     if on_ready is not None:
         on_ready(address)
     await stop.wait()
-    log.info(
-        "shutting down: health NOT_SERVING, finishing calls in flight (grace %.0fs)",
-        settings.shutdown_grace_seconds,
-    )
     await health.enter_graceful_shutdown()
-    games.stopping.set()  # watch streams end with UNAVAILABLE and the last version sent
+    if drain[0] and settings.shutdown_drain_seconds > 0:
+        log.info("SIGTERM: health NOT_SERVING, still serving for %.1fs", settings.shutdown_drain_seconds)
+        await asyncio.sleep(settings.shutdown_drain_seconds)
+    log.info("shutting down: no new calls, finishing calls in flight (grace %.0fs)", settings.shutdown_grace_seconds)
+    games.stopping.set()  # watch streams end with UNAVAILABLE and the version to resume after
     await server.stop(settings.shutdown_grace_seconds)
     housekeeping_stop.set()
     await housekeeping

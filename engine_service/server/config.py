@@ -51,6 +51,7 @@ OPTIONS: tuple[Option, ...] = (
         "how long a finished game is kept",
     ),
     Option("ENGINE_SHUTDOWN_GRACE_SECONDS", "shutdown_grace_seconds", float, 20.0, "SIGTERM grace"),
+    Option("ENGINE_SHUTDOWN_DRAIN_SECONDS", "shutdown_drain_seconds", float, 2.0, "NOT_SERVING before stopping"),
     Option("ENGINE_MAX_MESSAGE_BYTES", "max_message_bytes", int, 4194304, "max gRPC message size"),
     Option(
         "ENGINE_STREAM_MAXLEN", "stream_maxlen", int, 10000, "updates kept per game for WatchGame"
@@ -91,6 +92,7 @@ class Settings:
     advertise_address: str = ""
     game_ttl_seconds: int = 86400
     shutdown_grace_seconds: float = 20.0
+    shutdown_drain_seconds: float = 2.0
     max_message_bytes: int = 4194304
     stream_maxlen: int = 10000
     local_ai_target: str = "ai_workers.runner:play_move"
@@ -131,6 +133,7 @@ class Settings:
                 problems.append(f"{name} must be at least 1")
         for name, fvalue in (
             ("ENGINE_SHUTDOWN_GRACE_SECONDS", self.shutdown_grace_seconds),
+            ("ENGINE_SHUTDOWN_DRAIN_SECONDS", self.shutdown_drain_seconds),
             ("ENGINE_AI_SWEEP_SECONDS", self.ai_sweep_seconds),
             ("ENGINE_AI_STALL_SECONDS", self.ai_stall_seconds),
             ("ENGINE_REDIS_TIMEOUT_SECONDS", self.redis_timeout_seconds),

@@ -76,6 +76,9 @@ class Metrics:
             registry=r,
         )
 
+        for reason in ("turn", "sweep"):
+            self.ai_enqueued.labels(reason)  # exported as 0 before the first dispatch
+
     def observe_store(self, op: str, seconds: float) -> None:
         self.store_seconds.labels(op).observe(seconds)
 

@@ -137,6 +137,7 @@ def start_engine(redis_url: str = "", **env: str) -> Engine:
         "ENGINE_HOST": "127.0.0.1",
         "ENGINE_METRICS_PORT": str(metrics_port),
         "ENGINE_SHUTDOWN_GRACE_SECONDS": "5",
+        "ENGINE_SHUTDOWN_DRAIN_SECONDS": "0",
         "ENGINE_AI_DISPATCH": "off",
         "PYTHONPATH": str(ROOT),
         "LOG_LEVEL": "INFO",
