@@ -1,0 +1,160 @@
+"""``ascension bots``: bot-vs-bot games through the engine service, and a results table.
+
+Every seat of each game is an AI seat; the bots take turns in the seats (game i seats bot
+``(i + j) % len(bots)`` in seat j) so that no bot always sits in the same place. Games run
+concurrently (``parallel``); each is followed with WatchGame until it ends.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+from rich.table import Table
+
+from clients.sdk import AscensionError, Client, bot
+
+
+@dataclass(frozen=True, slots=True)
+class BotsConfig:
+    bots: tuple[str, ...]
+    games: int = 10
+    players: int = 2
+    sets: str = "ss"
+    budget_ms: int = 300
+    seed: int | None = None
+    parallel: int = 2
+    game_timeout_s: float = 900.0
+
+    def seating(self, game: int) -> list[str]:
+        return [self.bots[(game + j) % len(self.bots)] for j in range(self.players)]
+
+
+@dataclass(slots=True)
+class GameResult:
+    index: int
+    game_id: str
+    seats: list[str]  # the bot in each seat
+    scores: list[int] = field(default_factory=list)
+    winner: int = -1
+    updates: int = 0  # actions applied
+    turns: int = 0
+    seconds: float = 0.0
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and self.winner >= 0
+
+
+def play_one(client: Client, cfg: BotsConfig, index: int) -> GameResult:
+    """Create one all-bot game and wait for its end."""
+    seating = cfg.seating(index)
+    seed = None if cfg.seed is None else cfg.seed + index
+    bot_seed = random.randrange(2**40) if seed is None else seed * 8
+    seats = [
+        bot(name, time_ms=cfg.budget_ms, seed=bot_seed + j, display_name=f"{name} #{j + 1}")
+        for j, name in enumerate(seating)
+    ]
+    t0 = time.monotonic()
+    try:
+        game = client.create_game(seats, sets=cfg.sets, seed=seed)
+    except AscensionError as e:
+        return GameResult(index, "", seating, error=str(e))
+    result = GameResult(index, game.game_id, seating)
+    watch = client.watch(game.game_id, after_version=0)
+    timer = threading.Timer(cfg.game_timeout_s, watch.cancel)
+    timer.daemon = True
+    timer.start()
+    try:
+        for update in watch:
+            result.updates = update.version - 1
+            if update.over:
+                break
+        view = client.get_view(game.game_id)
+    except AscensionError as e:
+        result.error = str(e)
+        return result
+    finally:
+        timer.cancel()
+        watch.cancel()
+        result.seconds = time.monotonic() - t0
+    if not view.over:
+        result.error = f"not over after {cfg.game_timeout_s:.0f}s (version {view.version})"
+        return result
+    result.turns = view.board.turn
+    by_seat = {s.seat: s.total for s in view.scores}
+    result.scores = [by_seat.get(j, 0) for j in range(len(seating))]
+    result.winner = view.winner
+    return result
+
+
+def run(
+    client: Client,
+    cfg: BotsConfig,
+    on_done: Callable[[GameResult], None] | None = None,
+) -> list[GameResult]:
+    """Play ``cfg.games`` games, ``cfg.parallel`` at a time; results in game order."""
+    results: list[GameResult] = []
+    with ThreadPoolExecutor(max_workers=max(1, cfg.parallel)) as pool:
+        futures = [pool.submit(play_one, client, cfg, i) for i in range(cfg.games)]
+        for fut in as_completed(futures):
+            res = fut.result()
+            results.append(res)
+            if on_done is not None:
+                on_done(res)
+    return sorted(results, key=lambda r: r.index)
+
+
+@dataclass(slots=True)
+class BotStats:
+    name: str
+    seats: int = 0
+    wins: int = 0
+    honor: int = 0
+    margin: int = 0  # own score minus the best other score, summed
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / self.seats if self.seats else 0.0
+
+
+def stats(results: Sequence[GameResult]) -> list[BotStats]:
+    by_bot: dict[str, BotStats] = {}
+    for r in results:
+        if not r.ok:
+            continue
+        for seat, name in enumerate(r.seats):
+            st = by_bot.setdefault(name, BotStats(name))
+            st.seats += 1
+            st.wins += int(seat == r.winner)
+            st.honor += r.scores[seat]
+            others = [s for j, s in enumerate(r.scores) if j != seat]
+            st.margin += r.scores[seat] - (max(others) if others else 0)
+    return sorted(by_bot.values(), key=lambda s: (-s.win_rate, s.name))
+
+
+def results_table(cfg: BotsConfig, results: Sequence[GameResult]) -> Table:
+    done = [r for r in results if r.ok]
+    title = (
+        f"{len(done)}/{len(results)} games · {cfg.players} players · sets {cfg.sets} · "
+        f"{cfg.budget_ms} ms per move"
+    )
+    table = Table(title=title, title_style="bold")
+    for col in ("Bot", "Seats", "Wins", "Win rate", "Mean Honor", "Mean margin"):
+        table.add_column(col, justify="left" if col == "Bot" else "right")
+    for st in stats(results):
+        n = max(st.seats, 1)
+        table.add_row(
+            st.name, str(st.seats), str(st.wins), f"{st.win_rate:.0%}",
+            f"{st.honor / n:.1f}", f"{st.margin / n:+.1f}",
+        )  # fmt: skip
+    if done:
+        turns = sum(r.turns for r in done) / len(done)
+        secs = sum(r.seconds for r in done) / len(done)
+        table.caption = f"mean game: {turns:.0f} turns, {secs:.1f} s"
+    return table

@@ -1,0 +1,244 @@
+"""``ascension``: play against bots, watch a game, run bot-vs-bot games.
+
+    ascension play                      # a private engine on a free port, you vs an ISMCTS bot
+    ascension play --players 3 --bot ismcts,heuristic --sets both
+    ascension play --address HOST:PORT  # on a running engine (--game ID --token T to join)
+    ascension watch GAME --address HOST:PORT
+    ascension bots --games 20 --bots ismcts,heuristic
+    ascension games --address HOST:PORT
+
+Without ``--address`` (or ``ASCENSION_ADDRESS``), ``play`` and ``bots`` start
+``ascension-engine serve`` with its embedded defaults (no Redis, no Celery) and stop it on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from types import FrameType
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from clients import bots_runner
+from clients.embedded import EmbeddedEngine, EngineStartError
+from clients.sdk import AscensionError, Client, bot, human
+from clients.sdk.types import SETS
+
+DEFAULT_BOT = "ismcts"
+DEFAULT_BUDGET_MS = 300
+
+
+def _address_default() -> str | None:
+    return os.environ.get("ASCENSION_ADDRESS") or None
+
+
+def _bots(raw: str) -> list[str]:
+    names = [b.strip() for b in raw.split(",") if b.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one bot name, e.g. ismcts,heuristic")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ascension",
+        description="Play Ascension (Skulls & Sails, Curse of the Golden Isles) against bots.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    addr_help = "engine address HOST:PORT (env ASCENSION_ADDRESS); default: start a private engine"
+
+    play = sub.add_parser("play", help="play a game in the terminal against bots")
+    play.add_argument("--address", default=_address_default(), help=addr_help)
+    play.add_argument("--sets", choices=SETS, default="ss", help="ss, cotgi or both (default ss)")
+    play.add_argument("--players", type=int, default=2, help="seats in the game, you included")
+    play.add_argument(
+        "--bot", type=_bots, default=[DEFAULT_BOT],
+        help="bot(s) for the other seats, comma-separated, used in turn (default ismcts)",
+    )  # fmt: skip
+    play.add_argument("--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move")
+    play.add_argument("--seed", type=int, default=None, help="game seed (reproducible deal)")
+    play.add_argument("--name", default="You", help="your display name")
+    play.add_argument("--game", help="join this game (with --token) instead of creating one")
+    play.add_argument("--token", help="your seat token in --game")
+    play.add_argument("--no-clear", action="store_true", help="do not clear the screen each turn")
+
+    watch = sub.add_parser("watch", help="spectate a game")
+    watch.add_argument("game", metavar="GAME", help="the game id")
+    watch.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
+
+    bots = sub.add_parser("bots", help="run bot-vs-bot games and print a results table")
+    bots.add_argument("--address", default=_address_default(), help=addr_help)
+    bots.add_argument("--games", type=int, default=10, help="number of games (default 10)")
+    bots.add_argument(
+        "--bots", type=_bots, default=["ismcts", "heuristic"],
+        help="bots, comma-separated; they rotate through the seats (default ismcts,heuristic)",
+    )  # fmt: skip
+    bots.add_argument("--players", type=int, default=None, help="seats per game (default: #bots)")
+    bots.add_argument("--sets", choices=SETS, default="ss")
+    bots.add_argument("--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move")
+    bots.add_argument("--seed", type=int, default=None, help="seed of game 0 (game i: seed+i)")
+    bots.add_argument("--parallel", type=int, default=None, help="games at once (default: CPUs)")
+    bots.add_argument("--game-timeout", type=float, default=900.0, help="seconds before giving up")
+
+    games = sub.add_parser("games", help="list the games on an engine")
+    games.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
+    games.add_argument("--active", action="store_true", help="only games not over")
+    return p
+
+
+@contextlib.contextmanager
+def engine_address(
+    console: Console, address: str | None, *, ai_processes: int = 1
+) -> Iterator[str]:
+    """The given address, or a private engine started for the duration of the block."""
+    if address:
+        yield address
+        return
+    engine = EmbeddedEngine(ai_processes=ai_processes)
+    with console.status("Starting a local engine (embedded store, local AI workers)…"):
+        engine.start()
+    try:
+        yield engine.address
+    finally:
+        engine.stop()
+
+
+def _cpus() -> int:
+    return max(1, min(8, (os.cpu_count() or 2)))
+
+
+def cmd_play(args: argparse.Namespace, console: Console) -> int:
+    from clients.terminal.play import PlaySession
+
+    if bool(args.game) != bool(args.token):
+        console.print("[red]--game and --token go together (the seat token of that game).[/]")
+        return 2
+    if args.game and not args.address:
+        console.print("[red]--game needs --address: the engine where that game is.[/]")
+        return 2
+    if not 2 <= args.players <= 6:
+        console.print("[red]--players must be 2..4 (2..6 with Curse of the Golden Isles).[/]")
+        return 2
+    with engine_address(console, args.address) as address, Client(address) as client:
+        if args.game:
+            game_id, token = args.game, args.token
+        else:
+            seats = [human(args.name)]
+            for i in range(1, args.players):
+                name = args.bot[(i - 1) % len(args.bot)]
+                seed = random.randrange(2**40) if args.seed is None else args.seed * 8 + i
+                seats.append(bot(name, time_ms=args.budget_ms, seed=seed))
+            created = client.create_game(seats, sets=args.sets, seed=args.seed)
+            game_id, token = created.game_id, created.token(0)
+        session = PlaySession(client, console, game_id, token, clear=not args.no_clear)
+        outcome = session.run()
+        if outcome.quit:
+            console.print(f"\nYou left game {game_id}.")
+            if args.address:
+                console.print(
+                    f"Rejoin: ascension play --address {address} --game {game_id} --token {token}"
+                )
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace, console: Console) -> int:
+    from clients.terminal.spectate import spectate
+
+    if not args.address:
+        console.print("[red]watch needs --address (or ASCENSION_ADDRESS): the engine to ask.[/]")
+        return 2
+    with Client(args.address) as client:
+        spectate(client, console, args.game)
+    return 0
+
+
+def cmd_bots(args: argparse.Namespace, console: Console) -> int:
+    players = args.players or max(2, len(args.bots))
+    parallel = args.parallel or _cpus()
+    cfg = bots_runner.BotsConfig(
+        bots=tuple(args.bots), games=args.games, players=players, sets=args.sets,
+        budget_ms=args.budget_ms, seed=args.seed, parallel=parallel,
+        game_timeout_s=args.game_timeout,
+    )  # fmt: skip
+    if args.games < 1:
+        console.print("[red]--games must be at least 1.[/]")
+        return 2
+    with (
+        engine_address(console, args.address, ai_processes=parallel) as address,
+        Client(address, timeout=60.0) as client,
+    ):
+        progress = Progress(
+            TextColumn("[bold]games"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.description}"), console=console,
+        )  # fmt: skip
+        with progress:
+            task = progress.add_task("", total=cfg.games)
+
+            def done(r: bots_runner.GameResult) -> None:
+                if r.ok:
+                    desc = f"last: {r.seats[r.winner]} won {max(r.scores)}-" + "-".join(
+                        str(s) for j, s in enumerate(r.scores) if j != r.winner
+                    )
+                else:
+                    desc = f"[red]game {r.index} failed: {r.error}[/]"
+                progress.update(task, advance=1, description=desc)
+
+            results = bots_runner.run(client, cfg, on_done=done)
+    console.print(bots_runner.results_table(cfg, results))
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        console.print(f"[red]game {r.index} ({r.game_id or 'not created'}): {r.error}[/]")
+    return 1 if failed else 0
+
+
+def cmd_games(args: argparse.Namespace, console: Console) -> int:
+    if not args.address:
+        console.print("[red]games needs --address (or ASCENSION_ADDRESS).[/]")
+        return 2
+    with Client(args.address) as client:
+        resp = client.list_games(active_only=args.active)
+    table = Table(title="Games")
+    for col in ("Game", "Sets", "Seats", "Version", "State"):
+        table.add_column(col)
+    for g in resp.games:
+        seats = ", ".join(s.bot_name or s.name or "human" for s in g.seats)
+        state = "over" if g.over else f"seat {g.to_move + 1} to move"
+        table.add_row(g.game_id, g.sets, seats, str(g.version), state)
+    console.print(table)
+    return 0
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console()
+    # A closed terminal (SIGHUP) or a kill (SIGTERM) unwinds like Ctrl-C: the private engine
+    # is stopped by the `finally` that started it.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupt)
+    commands = {"play": cmd_play, "watch": cmd_watch, "bots": cmd_bots, "games": cmd_games}
+    try:
+        return commands[args.command](args, console)
+    except KeyboardInterrupt:
+        console.print("\n[dim]Stopped.[/]")
+        return 130
+    except EngineStartError as e:
+        console.print(f"[red]Could not start the local engine:[/] {e}")
+        return 1
+    except AscensionError as e:
+        console.print(f"[red]The engine said ({e.code}):[/] {e.message}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Python SDK for the Ascension engine's gRPC API (sync :class:`Client`, asyncio
+:class:`AsyncClient`). It depends on the generated stubs only, never on the rules core.
+
+    from clients.sdk import Client, bot, human
+
+    with Client("localhost:50051") as c:
+        game = c.create_game([human("Ann"), bot("ismcts", time_ms=300)], sets="ss")
+        view = c.get_view(game.game_id, game.token(0))
+        c.submit(game.game_id, game.token(0), view.legal_actions[0].id)
+        for update in c.watch(game.game_id, after_version=view.version):
+            print(update.version, update.description)
+"""
+
+from clients.sdk._requests import RetryPolicy
+from clients.sdk.aio import AsyncClient, AsyncWatch
+from clients.sdk.errors import (
+    AscensionError,
+    GameNotFoundError,
+    HistoryGoneError,
+    IllegalActionError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    ServerError,
+    UnauthenticatedError,
+    UnavailableError,
+    VersionConflictError,
+)
+from clients.sdk.sync import Client, Watch
+from clients.sdk.types import (
+    BotSpec,
+    CardInfo,
+    Catalog,
+    CreatedGame,
+    GameUpdate,
+    GameView,
+    LegalAction,
+    SeatSpec,
+    bot,
+    human,
+)
+
+__all__ = [
+    "AscensionError",
+    "AsyncClient",
+    "AsyncWatch",
+    "BotSpec",
+    "CardInfo",
+    "Catalog",
+    "Client",
+    "CreatedGame",
+    "GameNotFoundError",
+    "GameUpdate",
+    "GameView",
+    "HistoryGoneError",
+    "IllegalActionError",
+    "InvalidArgumentError",
+    "LegalAction",
+    "PermissionDeniedError",
+    "RetryPolicy",
+    "SeatSpec",
+    "ServerError",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "VersionConflictError",
+    "Watch",
+    "bot",
+    "human",
+]

@@ -1,0 +1,323 @@
+"""The asyncio SDK client (:class:`AsyncClient`): the same calls as :class:`Client`, awaited."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from types import TracebackType
+from typing import Any, Protocol, TypeVar, cast
+
+from clients.sdk._grpc import aio, grpc
+from clients.sdk._requests import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    create_game_request,
+    new_idempotency_key,
+    submit_request,
+)
+from clients.sdk.errors import (
+    TRANSIENT_CODES,
+    AscensionError,
+    UnavailableError,
+    VersionConflictError,
+    from_rpc_error,
+    status_name,
+)
+from clients.sdk.types import Catalog, CreatedGame, SeatSpec
+from engine_service.api.ascension.v1 import engine_pb2, engine_pb2_grpc, game_pb2
+
+T = TypeVar("T")
+_Req = TypeVar("_Req", contravariant=True)
+_Resp = TypeVar("_Resp", covariant=True)
+
+
+class _Unary(Protocol[_Req, _Resp]):
+    def __call__(self, request: _Req, *, timeout: float | None = ...) -> Awaitable[_Resp]: ...
+
+
+class _AioStream(Protocol):
+    def __aiter__(self) -> AsyncIterator[game_pb2.GameUpdate]: ...
+    def cancel(self) -> bool: ...
+
+
+class _Streaming(Protocol):
+    def __call__(self, request: engine_pb2.WatchGameRequest) -> _AioStream: ...
+
+
+class _AioStub(Protocol):
+    """The generated stub as it behaves on a grpc.aio channel (calls return awaitables)."""
+
+    CreateGame: _Unary[engine_pb2.CreateGameRequest, engine_pb2.CreateGameResponse]
+    GetGame: _Unary[engine_pb2.GetGameRequest, game_pb2.GameView]
+    ListLegalActions: _Unary[
+        engine_pb2.ListLegalActionsRequest, engine_pb2.ListLegalActionsResponse
+    ]
+    SubmitAction: _Unary[engine_pb2.SubmitActionRequest, engine_pb2.SubmitActionResponse]
+    WatchGame: _Streaming
+    ListGames: _Unary[engine_pb2.ListGamesRequest, engine_pb2.ListGamesResponse]
+    GetReplay: _Unary[engine_pb2.GetReplayRequest, engine_pb2.Replay]
+    DeleteGame: _Unary[engine_pb2.DeleteGameRequest, engine_pb2.DeleteGameResponse]
+    ListCards: _Unary[engine_pb2.ListCardsRequest, engine_pb2.ListCardsResponse]
+
+
+class AsyncClient:
+    """asyncio twin of :class:`clients.sdk.Client` (same methods, awaited; ``watch`` is an
+    async iterator). Use ``async with AsyncClient(address) as c: ...``."""
+
+    def __init__(
+        self,
+        address: str = "localhost:50051",
+        *,
+        timeout: float | None = 30.0,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        channel: Any = None,
+    ) -> None:
+        self.address = address
+        self.timeout = timeout
+        self.retry = retry
+        self._channel: Any = channel if channel is not None else aio.insecure_channel(address)
+        self._stub = cast(_AioStub, engine_pb2_grpc.EngineStub(self._channel))
+        self._versions: dict[str, int] = {}
+        self._catalogs: dict[str, Catalog] = {}
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def wait_ready(self, timeout: float = 30.0) -> None:
+        """Wait until the server's health check answers SERVING (or raise UnavailableError)."""
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        health = health_pb2_grpc.HealthStub(self._channel)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        last = "no answer"
+        while True:
+            try:
+                reply = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=2.0)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+                last = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+            except grpc.RpcError as e:
+                last = f"{status_name(e)}: {e.details()}"
+            if loop.time() >= deadline:
+                raise UnavailableError(f"engine at {self.address} is not serving ({last})")
+            await asyncio.sleep(0.1)
+
+    async def _call(
+        self, fn: Callable[[], Awaitable[T]], *, transient_retries: int | None = None
+    ) -> T:
+        retries = self.retry.transient if transient_retries is None else transient_retries
+        attempt = 0
+        while True:
+            try:
+                return await fn()
+            except grpc.RpcError as e:
+                if status_name(e) in TRANSIENT_CODES and attempt < retries:
+                    await asyncio.sleep(self.retry.delay(attempt))
+                    attempt += 1
+                    continue
+                raise from_rpc_error(e) from None
+
+    def _seen(self, game_id: str, version: int) -> None:
+        if version > self._versions.get(game_id, 0):
+            self._versions[game_id] = version
+
+    def known_version(self, game_id: str) -> int | None:
+        return self._versions.get(game_id)
+
+    async def create_game(
+        self, seats: Sequence[SeatSpec], *, sets: str = "ss", seed: int | None = None
+    ) -> CreatedGame:
+        req = create_game_request(seats, sets, seed)
+        resp = await self._call(
+            lambda: self._stub.CreateGame(req, timeout=self.timeout), transient_retries=0
+        )
+        self._seen(resp.game_id, resp.view.version)
+        return CreatedGame(resp.game_id, tuple(resp.seat_tokens), resp.admin_token, resp.view)
+
+    async def get_view(self, game_id: str, token: str = "") -> game_pb2.GameView:
+        req = engine_pb2.GetGameRequest(game_id=game_id, token=token)
+        view = await self._call(lambda: self._stub.GetGame(req, timeout=self.timeout))
+        self._seen(game_id, view.version)
+        return view
+
+    async def legal_actions(self, game_id: str, token: str) -> engine_pb2.ListLegalActionsResponse:
+        req = engine_pb2.ListLegalActionsRequest(game_id=game_id, token=token)
+        resp = await self._call(lambda: self._stub.ListLegalActions(req, timeout=self.timeout))
+        self._seen(game_id, resp.version)
+        return resp
+
+    async def submit(
+        self,
+        game_id: str,
+        token: str,
+        action: int,
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+        retry_on_conflict: bool = True,
+    ) -> engine_pb2.SubmitActionResponse:
+        """See :meth:`clients.sdk.Client.submit`."""
+        key = idempotency_key or new_idempotency_key()
+        version = expected_version if expected_version is not None else self.known_version(game_id)
+        if version is None:
+            version = (await self.get_view(game_id, token)).version
+        conflicts = 0
+        while True:
+            req = submit_request(game_id, token, version, action, key)
+            try:
+                resp = await self._call(self._submit_once(req))
+            except VersionConflictError as e:
+                if not retry_on_conflict or conflicts >= self.retry.conflicts:
+                    raise
+                conflicts += 1
+                current = e.current_version
+                if current is None or current <= version:
+                    current = (await self.get_view(game_id, token)).version
+                self._seen(game_id, current)
+                version = current
+                key = new_idempotency_key()
+                continue
+            self._seen(game_id, resp.view.version)
+            return resp
+
+    def _submit_once(
+        self, req: engine_pb2.SubmitActionRequest
+    ) -> Callable[[], Awaitable[engine_pb2.SubmitActionResponse]]:
+        return lambda: self._stub.SubmitAction(req, timeout=self.timeout)
+
+    def watch(self, game_id: str, after_version: int = 0, *, reconnect: bool = True) -> AsyncWatch:
+        """Updates after ``after_version``, then each new one, until the game ends."""
+        return AsyncWatch(self, game_id, after_version, reconnect=reconnect)
+
+    async def list_games(
+        self, *, page_size: int = 50, page_token: str = "", active_only: bool = False
+    ) -> engine_pb2.ListGamesResponse:
+        req = engine_pb2.ListGamesRequest(
+            page_size=page_size, page_token=page_token, active_only=active_only
+        )
+        return await self._call(lambda: self._stub.ListGames(req, timeout=self.timeout))
+
+    async def get_replay(self, game_id: str) -> engine_pb2.Replay:
+        req = engine_pb2.GetReplayRequest(game_id=game_id)
+        return await self._call(lambda: self._stub.GetReplay(req, timeout=self.timeout))
+
+    async def delete_game(self, game_id: str, admin_token: str) -> None:
+        req = engine_pb2.DeleteGameRequest(game_id=game_id, admin_token=admin_token)
+        await self._call(lambda: self._stub.DeleteGame(req, timeout=self.timeout))
+
+    async def catalog(self, fingerprint: str = "") -> Catalog:
+        cached = self._catalogs.get(fingerprint) if fingerprint else None
+        if cached is not None:
+            return cached
+        req = engine_pb2.ListCardsRequest()
+        resp = await self._call(lambda: self._stub.ListCards(req, timeout=self.timeout))
+        cat = Catalog.from_proto(resp)
+        self._catalogs[cat.fingerprint] = cat
+        return cat
+
+    def _open_watch(self, game_id: str, after_version: int) -> _AioStream:
+        req = engine_pb2.WatchGameRequest(game_id=game_id, after_version=after_version)
+        return self._stub.WatchGame(req)
+
+
+class AsyncWatch:
+    """An async iterator of a game's updates that survives dropped connections
+    (``last_version`` is where to resume from)."""
+
+    def __init__(
+        self, client: AsyncClient, game_id: str, after_version: int, *, reconnect: bool
+    ) -> None:
+        self._client = client
+        self.game_id = game_id
+        self.last_version = after_version
+        self._reconnect = reconnect
+        self._call: _AioStream | None = None
+        self._iter: AsyncIterator[game_pb2.GameUpdate] | None = None
+        self._cancelled = False
+        self._done = False
+        self.reconnects = 0
+
+    def __aiter__(self) -> AsyncWatch:
+        return self
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self._drop()
+
+    def _drop(self) -> None:
+        call, self._call, self._iter = self._call, None, None
+        if call is not None:
+            call.cancel()
+
+    async def __aenter__(self) -> AsyncWatch:
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.cancel()
+
+    async def __anext__(self) -> game_pb2.GameUpdate:
+        failures = 0
+        while True:
+            if self._cancelled or self._done:
+                raise StopAsyncIteration
+            if self._iter is None:
+                self._call = self._client._open_watch(self.game_id, self.last_version)
+                self._iter = self._call.__aiter__()
+            try:
+                update = await self._iter.__anext__()
+            except StopAsyncIteration:
+                self._drop()
+                if await self._game_over():
+                    self._done = True
+                    raise
+                failures = await self._backoff(failures, None)
+                continue
+            except (grpc.RpcError, asyncio.CancelledError) as e:
+                self._drop()
+                if self._cancelled:
+                    raise StopAsyncIteration from None
+                if isinstance(e, asyncio.CancelledError):
+                    raise
+                failures = await self._backoff(failures, e)
+                continue
+            if update.version <= self.last_version:
+                continue
+            failures = 0
+            self.last_version = update.version
+            self._client._seen(self.game_id, update.version)
+            if update.over:
+                self._done = True
+                self._drop()
+            return update
+
+    async def _game_over(self) -> bool:
+        try:
+            view = await self._client.get_view(self.game_id)
+        except UnavailableError:
+            return False
+        return bool(view.over) and view.version <= self.last_version
+
+    async def _backoff(self, failures: int, error: grpc.RpcError | None) -> int:
+        retryable = TRANSIENT_CODES | {"INTERNAL", "UNKNOWN", "CANCELLED"}
+        if error is not None and status_name(error) not in retryable:
+            raise from_rpc_error(error) from None
+        if not self._reconnect or failures >= self._client.retry.reconnects:
+            if error is not None:
+                raise from_rpc_error(error) from None
+            raise AscensionError(
+                "the event stream closed before the game ended", code="UNAVAILABLE"
+            )
+        await asyncio.sleep(self._client.retry.delay(failures))
+        self.reconnects += 1
+        return failures + 1

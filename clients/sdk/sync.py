@@ -1,0 +1,327 @@
+"""The synchronous SDK client (:class:`Client`) and its event iterator (:class:`Watch`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from types import TracebackType
+from typing import Any, TypeVar
+
+from clients.sdk._grpc import grpc
+from clients.sdk._requests import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    create_game_request,
+    new_idempotency_key,
+    submit_request,
+)
+from clients.sdk.errors import (
+    TRANSIENT_CODES,
+    AscensionError,
+    UnavailableError,
+    VersionConflictError,
+    from_rpc_error,
+    status_name,
+)
+from clients.sdk.types import Catalog, CreatedGame, SeatSpec
+from engine_service.api.ascension.v1 import engine_pb2, engine_pb2_grpc, game_pb2
+
+T = TypeVar("T")
+
+
+class Client:
+    """A connection to an Ascension engine.
+
+    >>> with Client("localhost:50051") as c:
+    ...     game = c.create_game([human("Ann"), bot("ismcts", time_ms=300)], sets="ss")
+    ...     view = c.get_view(game.game_id, game.token(0))
+    ...     c.submit(game.game_id, game.token(0), view.legal_actions[0].id)
+
+    Versions are handled for you: ``submit`` uses the last version this client saw of the
+    game (or reads it), and when someone else moved first (ABORTED) it reads the new version
+    and submits again; the rules then accept the action or say why not
+    (:class:`~clients.sdk.errors.IllegalActionError`).
+    """
+
+    def __init__(
+        self,
+        address: str = "localhost:50051",
+        *,
+        timeout: float | None = 30.0,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        channel: Any = None,
+    ) -> None:
+        self.address = address
+        self.timeout = timeout
+        self.retry = retry
+        self._channel: Any = channel if channel is not None else grpc.insecure_channel(address)
+        self._stub = engine_pb2_grpc.EngineStub(self._channel)
+        self._versions: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._catalogs: dict[str, Catalog] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Block until the server's health check answers SERVING (or raise UnavailableError)."""
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        health = health_pb2_grpc.HealthStub(self._channel)
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while True:
+            try:
+                reply = health.Check(health_pb2.HealthCheckRequest(service=""), timeout=2.0)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+                last = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+            except grpc.RpcError as e:
+                last = f"{status_name(e)}: {e.details()}"
+            if time.monotonic() >= deadline:
+                raise UnavailableError(f"engine at {self.address} is not serving ({last})")
+            time.sleep(0.1)
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def _call(self, fn: Callable[[], T], *, transient_retries: int | None = None) -> T:
+        retries = self.retry.transient if transient_retries is None else transient_retries
+        attempt = 0
+        while True:
+            try:
+                return fn()
+            except grpc.RpcError as e:
+                if status_name(e) in TRANSIENT_CODES and attempt < retries:
+                    time.sleep(self.retry.delay(attempt))
+                    attempt += 1
+                    continue
+                raise from_rpc_error(e) from None
+
+    def _seen(self, game_id: str, version: int) -> None:
+        with self._lock:
+            if version > self._versions.get(game_id, 0):
+                self._versions[game_id] = version
+
+    def known_version(self, game_id: str) -> int | None:
+        """The newest version of the game this client has seen, if any."""
+        with self._lock:
+            return self._versions.get(game_id)
+
+    def create_game(
+        self, seats: Sequence[SeatSpec], *, sets: str = "ss", seed: int | None = None
+    ) -> CreatedGame:
+        """Create a game; returns its id and the seats' secret tokens."""
+        req = create_game_request(seats, sets, seed)
+        resp = self._call(
+            lambda: self._stub.CreateGame(req, timeout=self.timeout), transient_retries=0
+        )
+        self._seen(resp.game_id, resp.view.version)
+        return CreatedGame(resp.game_id, tuple(resp.seat_tokens), resp.admin_token, resp.view)
+
+    def get_view(self, game_id: str, token: str = "") -> game_pb2.GameView:
+        """The game as the token's seat sees it (a spectator's view without a token)."""
+        req = engine_pb2.GetGameRequest(game_id=game_id, token=token)
+        view = self._call(lambda: self._stub.GetGame(req, timeout=self.timeout))
+        self._seen(game_id, view.version)
+        return view
+
+    def legal_actions(self, game_id: str, token: str) -> engine_pb2.ListLegalActionsResponse:
+        """The seat's legal actions now (empty unless it must act), with the version."""
+        req = engine_pb2.ListLegalActionsRequest(game_id=game_id, token=token)
+        resp = self._call(lambda: self._stub.ListLegalActions(req, timeout=self.timeout))
+        self._seen(game_id, resp.version)
+        return resp
+
+    def submit(
+        self,
+        game_id: str,
+        token: str,
+        action: int,
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+        retry_on_conflict: bool = True,
+    ) -> engine_pb2.SubmitActionResponse:
+        """Apply one action of the token's seat.
+
+        Without ``expected_version`` the last version this client saw is used (read from the
+        server if none). On ABORTED the new version is read and the action submitted again, up
+        to ``retry.conflicts`` times (unless ``retry_on_conflict`` is False); the rules then
+        apply it or reject it with IllegalActionError. An idempotency key (generated if not
+        given) makes transport retries safe.
+        """
+        key = idempotency_key or new_idempotency_key()
+        version = expected_version if expected_version is not None else self.known_version(game_id)
+        if version is None:
+            version = self.get_view(game_id, token).version
+        conflicts = 0
+        while True:
+            req = submit_request(game_id, token, version, action, key)
+            try:
+                resp = self._call(partial(self._stub.SubmitAction, req, timeout=self.timeout))
+            except VersionConflictError as e:
+                if not retry_on_conflict or conflicts >= self.retry.conflicts:
+                    raise
+                conflicts += 1
+                current = e.current_version
+                if current is None or current <= version:
+                    current = self.get_view(game_id, token).version
+                self._seen(game_id, current)
+                version = current
+                key = new_idempotency_key()  # a new attempt, on a new version
+                continue
+            self._seen(game_id, resp.view.version)
+            return resp
+
+    def watch(self, game_id: str, after_version: int = 0, *, reconnect: bool = True) -> Watch:
+        """Updates after ``after_version``, then each new one, until the game ends.
+
+        Iterate the returned :class:`Watch`; a broken stream is reconnected from the last
+        version received (no update is lost or repeated). ``watch.cancel()`` stops it.
+        """
+        return Watch(self, game_id, after_version, reconnect=reconnect)
+
+    def list_games(
+        self, *, page_size: int = 50, page_token: str = "", active_only: bool = False
+    ) -> engine_pb2.ListGamesResponse:
+        req = engine_pb2.ListGamesRequest(
+            page_size=page_size, page_token=page_token, active_only=active_only
+        )
+        return self._call(lambda: self._stub.ListGames(req, timeout=self.timeout))
+
+    def get_replay(self, game_id: str) -> engine_pb2.Replay:
+        req = engine_pb2.GetReplayRequest(game_id=game_id)
+        return self._call(lambda: self._stub.GetReplay(req, timeout=self.timeout))
+
+    def delete_game(self, game_id: str, admin_token: str) -> None:
+        req = engine_pb2.DeleteGameRequest(game_id=game_id, admin_token=admin_token)
+        self._call(lambda: self._stub.DeleteGame(req, timeout=self.timeout))
+
+    def catalog(self, fingerprint: str = "") -> Catalog:
+        """The card catalog (cached per fingerprint)."""
+        cached = self._catalogs.get(fingerprint) if fingerprint else None
+        if cached is not None:
+            return cached
+        req = engine_pb2.ListCardsRequest()
+        cat = Catalog.from_proto(
+            self._call(lambda: self._stub.ListCards(req, timeout=self.timeout))
+        )
+        self._catalogs[cat.fingerprint] = cat
+        return cat
+
+    # -- used by Watch -----------------------------------------------------------------------
+
+    def _open_watch(self, game_id: str, after_version: int) -> Any:
+        req = engine_pb2.WatchGameRequest(game_id=game_id, after_version=after_version)
+        return self._stub.WatchGame(req)
+
+
+class Watch(Iterator[game_pb2.GameUpdate]):
+    """An iterator of a game's updates that survives dropped connections.
+
+    ``last_version`` is the version of the last update received: pass it as
+    ``after_version`` to ``Client.watch`` to resume later from exactly there.
+    """
+
+    def __init__(
+        self, client: Client, game_id: str, after_version: int, *, reconnect: bool
+    ) -> None:
+        self._client = client
+        self.game_id = game_id
+        self.last_version = after_version
+        self._reconnect = reconnect
+        self._call: Any = None
+        self._cancelled = False
+        self._done = False
+        self.reconnects = 0  # how many times the stream was reopened
+
+    def __iter__(self) -> Watch:
+        return self
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        call = self._call
+        if call is not None:
+            call.cancel()
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.cancel()
+
+    def __next__(self) -> game_pb2.GameUpdate:
+        failures = 0
+        while True:
+            if self._cancelled or self._done:
+                raise StopIteration
+            if self._call is None:
+                self._call = self._client._open_watch(self.game_id, self.last_version)
+            try:
+                update: game_pb2.GameUpdate = next(self._call)
+            except StopIteration:
+                self._call = None
+                if self._game_over():
+                    self._done = True
+                    raise StopIteration from None
+                failures = self._backoff(failures, None)
+                continue
+            except grpc.RpcError as e:
+                self._call = None
+                if self._cancelled:
+                    raise StopIteration from None
+                failures = self._backoff(failures, e)
+                continue
+            if update.version <= self.last_version:
+                continue  # already delivered before a reconnect
+            failures = 0
+            self.last_version = update.version
+            self._client._seen(self.game_id, update.version)
+            if update.over:
+                self._done = True
+                self.cancel_stream()
+            return update
+
+    def cancel_stream(self) -> None:
+        call, self._call = self._call, None
+        if call is not None:
+            call.cancel()
+
+    def _game_over(self) -> bool:
+        """After the server closed the stream: is the game over (else the stream broke)?"""
+        try:
+            view = self._client.get_view(self.game_id)
+        except UnavailableError:
+            return False
+        return bool(view.over) and view.version <= self.last_version
+
+    def _backoff(self, failures: int, error: grpc.RpcError | None) -> int:
+        if error is not None and status_name(error) not in TRANSIENT_CODES | {
+            "INTERNAL",
+            "UNKNOWN",
+            "CANCELLED",
+        }:
+            raise from_rpc_error(error) from None
+        if not self._reconnect or failures >= self._client.retry.reconnects:
+            if error is not None:
+                raise from_rpc_error(error) from None
+            raise AscensionError(
+                "the event stream closed before the game ended", code="UNAVAILABLE"
+            )
+        time.sleep(self._client.retry.delay(failures))
+        self.reconnects += 1
+        return failures + 1

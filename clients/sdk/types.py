@@ -1,0 +1,157 @@
+"""Typed values of the SDK: seat configurations, a created game, the card catalog.
+
+Game data itself (views, legal actions, updates) is returned as the generated protobuf
+messages, which are typed (``GameView``, ``LegalAction``, ``GameUpdate`` are re-exported here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from engine_service.api.ascension.v1 import engine_pb2, game_pb2
+
+GameView = game_pb2.GameView
+GameUpdate = game_pb2.GameUpdate
+GameEvent = game_pb2.GameEvent
+LegalAction = game_pb2.LegalAction
+Score = game_pb2.Score
+SeatInfo = game_pb2.SeatInfo
+Board = game_pb2.Board
+ActionList = engine_pb2.ListLegalActionsResponse
+SubmitResult = engine_pb2.SubmitActionResponse
+GameSummary = engine_pb2.GameSummary
+Replay = engine_pb2.Replay
+
+SETS = ("ss", "cotgi", "both")
+
+
+@dataclass(frozen=True, slots=True)
+class BotSpec:
+    """Settings of the bot playing an AI seat (``BotSettings`` in the API)."""
+
+    name: str = "ismcts"
+    iterations: int = 0  # 0 = no iteration limit
+    time_ms: int = 0  # thinking time per move, 0 = no time limit (both 0: the bot's default)
+    seed: int = 0
+    exploration: float = 0.0  # 0 = the bot's default
+
+    def to_proto(self) -> engine_pb2.BotSettings:
+        return engine_pb2.BotSettings(
+            name=self.name,
+            iterations=self.iterations,
+            time_ms=self.time_ms,
+            seed=self.seed,
+            exploration=self.exploration,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SeatSpec:
+    """One seat of a new game: a person (``bot`` is None) or a bot."""
+
+    name: str = ""
+    bot: BotSpec | None = None
+
+    @property
+    def is_ai(self) -> bool:
+        return self.bot is not None
+
+    def to_proto(self) -> engine_pb2.SeatConfig:
+        if self.bot is None:
+            return engine_pb2.SeatConfig(kind=game_pb2.SeatInfo.HUMAN, name=self.name)
+        return engine_pb2.SeatConfig(
+            kind=game_pb2.SeatInfo.AI, name=self.name, bot=self.bot.to_proto()
+        )
+
+
+def human(name: str = "") -> SeatSpec:
+    """A seat played by a person (or by any program holding its token)."""
+    return SeatSpec(name=name)
+
+
+def bot(
+    name: str = "ismcts",
+    *,
+    time_ms: int = 0,
+    iterations: int = 0,
+    seed: int = 0,
+    exploration: float = 0.0,
+    display_name: str = "",
+) -> SeatSpec:
+    """A seat played by the server's AI workers with the named bot."""
+    return SeatSpec(
+        name=display_name,
+        bot=BotSpec(
+            name, iterations=iterations, time_ms=time_ms, seed=seed, exploration=exploration
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedGame:
+    """What CreateGame returns: the game's id, one secret token per seat, the admin token."""
+
+    game_id: str
+    seat_tokens: tuple[str, ...]
+    admin_token: str
+    view: game_pb2.GameView  # the spectator view at version 1
+
+    def token(self, seat: int) -> str:
+        return self.seat_tokens[seat]
+
+
+@dataclass(frozen=True, slots=True)
+class CardInfo:
+    """One card of the catalog."""
+
+    id: int
+    key: str
+    name: str
+    type: str  # "hero", "construct", "monster", "treasure"
+    faction: str  # "none", "enlightened", "lifebound", "mechana", "void"
+    cost: int
+    honor: int
+    text: str
+    set: str
+
+    @staticmethod
+    def from_proto(card: game_pb2.Card) -> CardInfo:
+        return CardInfo(
+            card.id, card.key, card.name, card.type, card.faction, card.cost, card.honor,
+            card.text, card.set,
+        )  # fmt: skip
+
+
+UNKNOWN_CARD = CardInfo(-1, "unknown", "?", "unknown", "none", 0, 0, "", "")
+
+
+@dataclass(frozen=True, slots=True)
+class Catalog:
+    """The card catalog (ListCards): card ids in views refer to it."""
+
+    fingerprint: str
+    cards: dict[int, CardInfo] = field(default_factory=dict)
+
+    @staticmethod
+    def from_proto(resp: engine_pb2.ListCardsResponse) -> Catalog:
+        return Catalog(resp.catalog_fingerprint, {c.id: CardInfo.from_proto(c) for c in resp.cards})
+
+    @staticmethod
+    def of(cards: Iterable[CardInfo], fingerprint: str = "") -> Catalog:
+        return Catalog(fingerprint, {c.id: c for c in cards})
+
+    def __getitem__(self, card_id: int) -> CardInfo:
+        return self.cards.get(card_id, UNKNOWN_CARD)
+
+    def name(self, card_id: int) -> str:
+        card = self.cards.get(card_id)
+        return card.name if card is not None else f"card #{card_id}"
+
+    def find(self, name: str) -> CardInfo | None:
+        """The card with this name or key (case-insensitive), if any."""
+        low = name.strip().lower()
+        for card in self.cards.values():
+            if card.name.lower() == low or card.key.lower() == low:
+                return card
+        return None

@@ -1,0 +1,255 @@
+"""The interactive game loop: draw the table, read the player's choice, show the bots' moves.
+
+One seat (the token's) is played at the keyboard; every other seat is played by the engine's
+bots (or by other people). Between your moves, a spinner shows what the others are doing;
+when it is your move again the screen is redrawn with a summary of what they did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from clients.sdk import AscensionError, Client, IllegalActionError
+from clients.sdk.types import Catalog, GameView, LegalAction
+from clients.terminal import render
+from clients.terminal.events import EventLog
+from clients.terminal.style import card_cost, card_text, seat_name
+
+HELP = """\
+Type the number of an action and press Enter. Other commands:
+  a        play all the cards in your hand (stops at any choice to make)
+  c        card texts of the center row, your hand and your cards in play
+  ? NAME   the text of a card, e.g. "? mystic"
+  l        the full log of events
+  Enter    redraw the screen
+  q        quit (the game is abandoned)
+Costs: 3R = 3 Runes to acquire, 4P = 4 Power to defeat. H Hero, C Construct, M Monster.
+[YOU] [S2] are ships; Ghost is The Ghost Pirate; ● a Cursed Treasure coin on the board."""
+
+
+class QuitGame(Exception):
+    """The player asked to leave."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    view: GameView
+    quit: bool = False
+
+
+class PlaySession:
+    """Plays the token's seat of a game at the terminal until the game ends or the player quits."""
+
+    def __init__(
+        self,
+        client: Client,
+        console: Console,
+        game_id: str,
+        token: str,
+        *,
+        read: Callable[[str], str] | None = None,
+        clear: bool = True,
+    ) -> None:
+        self.client = client
+        self.console = console
+        self.game_id = game_id
+        self.token = token
+        self.read = read or (lambda prompt: console.input(Text(prompt, style="bold")))
+        self.clear = clear and console.is_terminal
+        self.log = EventLog()
+        self.view: GameView = client.get_view(game_id, token)
+        self.me = self.view.seat
+        self.catalog: Catalog = client.catalog(self.view.catalog_fingerprint)
+        self.watch = client.watch(game_id, after_version=0)
+        self.note: Text | None = None  # a message shown above the prompt once
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        try:
+            while not self.view.over:
+                if self.view.to_move == self.me and self.view.legal_actions:
+                    self._my_move()
+                else:
+                    self._wait_for_others()
+        except QuitGame:
+            return Outcome(self.view, quit=True)
+        finally:
+            self.watch.cancel()
+        self._final()
+        return Outcome(self.view)
+
+    def layout(self) -> render.Layout:
+        size = self.console.size
+        return render.Layout(size.width, size.height)
+
+    def draw(self) -> None:
+        if self.clear:
+            self.console.clear()
+        lines = self.log.lines(self.view, self.catalog, self.me)
+        screen = render.screen(self.console, self.view, self.catalog, self.me, lines, self.layout())
+        self.console.print(screen)
+        if self.note is not None:
+            self.console.print(self.note)
+            self.note = None
+
+    def _prompt(self) -> str:
+        n = len(self.view.legal_actions)
+        extra = ", a=play all" if self._plays() else ""
+        return f"Your choice (1-{n}{extra}, ?=help, q=quit): "
+
+    def _my_move(self) -> None:
+        self.draw()
+        while True:
+            try:
+                raw = self.read(self._prompt()).strip()
+            except EOFError:
+                raise QuitGame from None
+            if self._command(raw):
+                return
+
+    def _command(self, raw: str) -> bool:
+        """Handle one line of input; True once the view changed (redraw needed)."""
+        low = raw.lower()
+        actions = list(self.view.legal_actions)
+        if low in ("q", "quit", "exit"):
+            raise QuitGame
+        if low == "":
+            self.draw()
+            return False
+        if low.isdigit():
+            i = int(low)
+            if not 1 <= i <= len(actions):
+                self.console.print(f"[red]There is no action {i}: choose 1-{len(actions)}.[/]")
+                return False
+            return self._choose(actions[i - 1])
+        if low == "a":
+            return self._play_all()
+        if low in ("h", "help", "?"):
+            self.console.print(HELP)
+            return False
+        if low.startswith("?"):
+            self._card_info(raw[1:].strip())
+            return False
+        if low == "c":
+            self._card_texts()
+            return False
+        if low == "l":
+            self._full_log()
+            return False
+        self.console.print(f"[red]Not understood: {raw!r}.[/] Type a number, or ? for help.")
+        return False
+
+    def _choose(self, action: LegalAction) -> bool:
+        if action.kind == "end_turn" and self._plays():
+            answer = self.read("You still have cards to play. End your turn anyway? (y/n) ")
+            if answer.strip().lower() not in ("y", "yes"):
+                return False
+        return self._submit(action)
+
+    def _submit(self, action: LegalAction) -> bool:
+        try:
+            resp = self.client.submit(self.game_id, self.token, action.id)
+        except IllegalActionError as e:
+            self.note = Text(f"Not possible: {e.message}", style="red")
+            self.view = self.client.get_view(self.game_id, self.token)
+            return True
+        self.log.add(resp.update)
+        self.view = resp.view
+        return True
+
+    def _plays(self) -> list[LegalAction]:
+        return [a for a in self.view.legal_actions if a.kind == "play"]
+
+    def _play_all(self) -> bool:
+        if not self._plays():
+            self.console.print("[yellow]You have no card to play.[/]")
+            return False
+        for _ in range(40):
+            plays = self._plays()
+            if not plays or self.view.to_move != self.me or self.view.board.HasField("decision"):
+                break
+            self._submit(plays[0])
+        return True
+
+    # -- between your moves ----------------------------------------------------------------
+
+    def _wait_for_others(self) -> None:
+        who = seat_name(self.view, self.view.to_move, self.me)
+        with self.console.status(self._status(f"{who} is thinking…"), spinner="dots") as status:
+            for update in self.watch:
+                self.log.add(update)
+                if update.version <= self.view.version:
+                    continue
+                if update.over or update.to_move == self.me:
+                    break
+                actor = seat_name(self.view, update.seat, self.me)
+                nxt = seat_name(self.view, update.to_move, self.me)
+                status.update(
+                    f"{actor}: {update.description}  ·  {nxt} is thinking… (Ctrl-C quits)"
+                )
+        self.view = self.client.get_view(self.game_id, self.token)
+
+    def _status(self, text: str) -> Text:
+        """One line (a wrapped spinner line would leave copies of itself behind)."""
+        t = Text(text + " (Ctrl-C quits)", no_wrap=True, overflow="ellipsis")
+        t.truncate(max(self.console.width - 3, 10), overflow="ellipsis")
+        return t
+
+    # -- information -----------------------------------------------------------------------
+
+    def _card_info(self, name: str) -> None:
+        if not name:
+            self.console.print(HELP)
+            return
+        low = name.lower()
+        matches = [c for c in self.catalog.cards.values() if low in c.name.lower()]
+        if not matches:
+            self.console.print(f"[red]No card named like {name!r}.[/]")
+            return
+        for card in matches[:5]:
+            t = card_text(card)
+            t.append(f"  {card.type} · {card.faction} · cost {card_cost(card) or '-'}", style="dim")
+            t.append(f" · {card.honor} Honor\n  {card.text}")
+            self.console.print(t)
+
+    def _card_texts(self) -> None:
+        seen: dict[int, None] = {}
+        b = self.view.board
+        for cs in b.center:
+            if cs.card >= 0:
+                seen.setdefault(cs.card)
+        mine = next((s for s in b.seats if s.seat == self.me), None)
+        if mine is not None:
+            for cid in [*mine.hand, *mine.constructs, *mine.ongoing, *mine.played]:
+                seen.setdefault(cid)
+        table = Table.grid(padding=(0, 1))
+        table.add_column(no_wrap=True)
+        table.add_column(justify="right", no_wrap=True)
+        table.add_column()
+        for cid in seen:
+            card = self.catalog[cid]
+            table.add_row(card_text(card), card_cost(card), card.text)
+        self.console.print(table)
+
+    def _full_log(self) -> None:
+        self.console.print(Rule("Every event so far", align="left"))
+        for version, text in self.log.texts[-200:]:
+            self.console.print(Text(f"v{version} ", style="dim") + Text(text))
+        self.console.print(Rule(style="dim"))
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def _final(self) -> None:
+        with contextlib.suppress(AscensionError):
+            self.view = self.client.get_view(self.game_id, self.token)
+        self.draw()
+        self.console.print(render.scores_table(self.view, self.me))
+        self.console.print(render.result_line(self.view, self.me))
