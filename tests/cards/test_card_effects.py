@@ -529,16 +529,19 @@ def _windcaller() -> None:
 @case("star_sextant")
 def _star_sextant() -> None:
     b = Bench("ss")
-    b.hand("star_sextant", "tidecaller_adept", "wave_walkers")
+    b.hand("star_sextant", "tidecaller_adept", "wave_walkers", "talons_of_amaruk")
     b.play("star_sextant")
     with b.expect(ship=1):
         b.use("star_sextant")
         b.answer("move_ship", 1)
+    assert not b.can_use("star_sextant")
     with b.expect(runes=1, deck=-1):
         b.play("tidecaller_adept")
-    with b.expect(runes=1):  # once per turn
+    with b.expect(runes=1 + 1):  # every Enlightened Hero
         b.play("wave_walkers")
         b.answer("skip")
+    with b.expect(runes=2):  # not a Lifebound one
+        b.play("talons_of_amaruk")
 
 
 @case("kelp_warden")
@@ -691,7 +694,7 @@ def _siren() -> None:
 @case("bound_sea_serpent")
 def _bound_sea_serpent() -> None:
     b = Bench("ss")
-    with b.expect(honor=2, ongoing=1):
+    with b.expect(honor=1, ongoing=1):
         b.defeat_monster("bound_sea_serpent")
     with b.expect(power=1):
         b.use("bound_sea_serpent")
@@ -1203,7 +1206,7 @@ def _marooned_wraith() -> None:
 @case("haunted_figurehead")
 def _haunted_figurehead() -> None:
     b = Bench("cotgi")
-    with b.expect(honor=2, ongoing=1):
+    with b.expect(honor=3, ongoing=1):
         b.defeat_monster("haunted_figurehead")
     with b.expect(ship=1):
         b.use("haunted_figurehead")
