@@ -23,6 +23,7 @@ from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
 from engine_service.server.meta import AI, GameMeta, MetaCache
 from engine_service.server.metrics import Metrics
+from engine_service.server.state_cache import StateCache
 from engine_service.server.sweeper import encode_payload
 from engine_service.store import Commit, CommitStatus, GameRecord, NewGame, Store
 
@@ -45,6 +46,7 @@ class Games:
         self.engine_address = engine_address
         self.ttl = game_ttl_seconds
         self.meta = MetaCache()
+        self.states = StateCache()
         self.stopping = asyncio.Event()
 
     # ---- helpers ------------------------------------------------------------------------
@@ -55,14 +57,17 @@ class Games:
             raise not_found(game_id)
         return rec, self.meta.get(game_id, rec.meta)
 
-    @staticmethod
-    def _state(rec: GameRecord) -> rules.State:
+    def _state(self, rec: GameRecord) -> rules.State:
+        """The record's state, shared with the cache: clone it before changing it."""
+        s = self.states.get(rec.game_id, rec.version)
+        if s is not None:
+            return s
         try:
-            return rules.deserialize(rec.state)
+            s = rules.deserialize(rec.state)
         except rules.SerializationError as e:
-            raise ServiceError(
-                Code.FAILED_PRECONDITION, f"game {rec.game_id} cannot be read by this engine: {e}"
-            ) from e
+            raise ServiceError(Code.FAILED_PRECONDITION, f"game {rec.game_id} cannot be read by this engine: {e}") from e
+        self.states.put(rec.game_id, rec.version, s)
+        return s
 
     @staticmethod
     def _seat(token: str, meta: GameMeta, *, required: bool) -> int:
@@ -146,6 +151,7 @@ class Games:
                 enqueued_at=now,
             )
         )
+        self.states.put(game_id, 1, state)
         self.metrics.games_created.inc()
         log.info(
             "game %s created: sets=%s seats=%s", game_id, sets, ",".join(s.kind for s in seats)
@@ -220,7 +226,7 @@ class Games:
                 if prior is not None:
                     return await self._replayed(game_id, seat, fingerprint, prior)
             raise self._aborted(rec.version, req.expected_version)
-        s = self._state(rec)
+        s = self._state(rec).clone()  # the cached state stays as it was
         if s.over:
             raise ServiceError(Code.FAILED_PRECONDITION, "the game is over")
         to_move = s.to_move()
@@ -274,6 +280,7 @@ class Games:
         if res.status is CommitStatus.CONFLICT:
             self.metrics.cas_conflicts.inc()
             raise self._aborted(res.version, req.expected_version)
+        self.states.put(game_id, version, s)
         self.metrics.actions.labels(A.KIND_NAMES[action >> 16]).inc()
         if s.over:
             self.metrics.games_finished.inc()
@@ -395,4 +402,5 @@ class Games:
         if not await self.store.delete(game_id):
             raise not_found(game_id)
         self.meta.forget(game_id)
+        self.states.forget(game_id)
         log.info("game %s deleted", game_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
@@ -76,15 +77,26 @@ class Metrics:
             registry=r,
         )
 
+        self._store_children: dict[str, Any] = {}
+        self._rpc_children: dict[tuple[str, str], tuple[Any, Any]] = {}
         for reason in ("turn", "sweep"):
             self.ai_enqueued.labels(reason)  # exported as 0 before the first dispatch
 
     def observe_store(self, op: str, seconds: float) -> None:
-        self.store_seconds.labels(op).observe(seconds)
+        child = self._store_children.get(op)
+        if child is None:
+            child = self._store_children[op] = self.store_seconds.labels(op)
+        child.observe(seconds)
 
     def observe_rpc(self, method: str, code: str, started: float) -> None:
-        self.requests.labels(method, code).inc()
-        self.request_seconds.labels(method).observe(time.perf_counter() - started)
+        children = self._rpc_children.get((method, code))
+        if children is None:
+            children = self._rpc_children[(method, code)] = (
+                self.requests.labels(method, code),
+                self.request_seconds.labels(method),
+            )
+        children[0].inc()
+        children[1].observe(time.perf_counter() - started)
 
     def serve(self, port: int, host: str = "0.0.0.0") -> None:
         start_http_server(port, addr=host, registry=self.registry)

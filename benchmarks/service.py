@@ -1,0 +1,364 @@
+"""SubmitAction throughput and latency of the engine service, beside the floor of this machine.
+
+    python benchmarks/service.py [--seconds 10] [--clients 16] [--client-procs 1] [--json]
+
+Starts a Redis (``redis-server`` on a free port, or ``--redis-url``), then measures, with the
+same load generator (grpc.aio clients, one game or key per client coroutine):
+
+1. the floor: a no-op gRPC call whose handler does one Redis GET and one Lua compare-and-set
+   of a state-sized value (grpc.aio + redis.asyncio, like the engine), one server process;
+2. the engine, one ``ascension-engine serve`` process: games played through the API, each
+   client submitting for whichever seat is to move (GetGame when the turn passes);
+3. the engine, two processes on the same Redis (clients split between them).
+
+Latencies are measured at the client, around each SubmitAction (or floor call). On a 2-core
+machine the load generator and Redis share the cores with the servers, so the two-process
+figure is bounded by the machine, not the engine: see the printed CPU count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import grpc  # type: ignore[import-untyped]  # noqa: E402
+
+from engine_service.api.ascension.v1 import engine_pb2 as epb  # noqa: E402
+from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc  # noqa: E402
+from engine_service.api.ascension.v1 import game_pb2 as pb  # noqa: E402
+
+FLOOR_METHOD = "/bench.Floor/Call"
+FLOOR_CAS = """
+local v = redis.call('GET', KEYS[2])
+if v ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], tonumber(ARGV[1]) + 1)
+return 1
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def state_sized_value() -> bytes:
+    """A serialized mid-game state, as the engine stores it."""
+    from engine_service import rules
+
+    s = rules.new_game(rules.GameConfig(sets="both", players=2, seed=1))
+    rng = random.Random(1)
+    for _ in range(150):
+        if s.over:
+            break
+        rules.apply(s, rng.choice(rules.legal_actions(s)))
+    return rules.serialize(s)
+
+
+# ---- the floor server (a subprocess of this script) -------------------------------------------
+
+
+async def floor_server(port: int, redis_url: str) -> None:
+    import redis.asyncio as aioredis
+
+    r: Any = aioredis.Redis.from_url(redis_url, max_connections=256)
+    cas = r.register_script(FLOOR_CAS)
+    value = state_sized_value()
+
+    async def call(request: epb.SubmitActionRequest, context: Any) -> pb.GameUpdate:
+        key = f"floor:{request.game_id}"
+        current = await r.get(key + ":v")
+        version = int(current or 0)
+        await cas(keys=[key, key + ":v"], args=[current or b"", value])
+        return pb.GameUpdate(version=version + 1)
+
+    handler = grpc.unary_unary_rpc_method_handler(
+        call,
+        request_deserializer=epb.SubmitActionRequest.FromString,
+        response_serializer=pb.GameUpdate.SerializeToString,
+    )
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("bench.Floor", {"Call": handler})])
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    print("ready", flush=True)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+    await server.stop(1)
+
+
+# ---- load generators --------------------------------------------------------------------------
+
+
+def pick(view: pb.GameView, rng: random.Random) -> int:
+    acts = view.legal_actions
+    for kinds in (("acquire", "defeat", "acquire_crew", "defeat_crew"), ("play",)):
+        best = [a.id for a in acts if a.kind in kinds]
+        if best:
+            return rng.choice(best)
+    others = [a.id for a in acts if a.kind != "end_turn"]
+    if others and rng.random() < 0.7:
+        return rng.choice(others)
+    return acts[0].id
+
+
+async def engine_client(stub: Any, i: int, warm_until: float, stop_at: float, lat: list[int], stats: dict[str, int]) -> None:
+    rng = random.Random(i)
+    while time.monotonic() < stop_at:
+        seats = [epb.SeatConfig(kind=pb.SeatInfo.HUMAN)] * 2
+        game = await stub.CreateGame(epb.CreateGameRequest(sets="both", seats=seats), timeout=10)
+        tokens = list(game.seat_tokens)
+        view = await stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=tokens[game.view.to_move]), timeout=10)
+        while not view.over and time.monotonic() < stop_at:
+            req = epb.SubmitActionRequest(game_id=game.game_id, token=tokens[view.to_move], expected_version=view.version,
+                                          action=pick(view, rng), idempotency_key=f"{game.game_id}:{view.version}")  # fmt: skip
+            t0 = time.perf_counter_ns()
+            resp = await stub.SubmitAction(req, timeout=10)
+            t1 = time.perf_counter_ns()
+            stats["all"] += 1
+            if time.monotonic() >= warm_until:
+                lat.append(t1 - t0)
+            view = resp.view
+            if not view.over and view.to_move != view.seat:
+                view = await stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=tokens[view.to_move]), timeout=10)
+                stats["get_game"] += 1
+        stats["games_finished"] += view.over
+
+
+async def floor_client(channel: Any, i: int, warm_until: float, stop_at: float, lat: list[int], stats: dict[str, int]) -> None:
+    call = channel.unary_unary(FLOOR_METHOD, request_serializer=epb.SubmitActionRequest.SerializeToString,
+                               response_deserializer=pb.GameUpdate.FromString)  # fmt: skip
+    req = epb.SubmitActionRequest(game_id=f"{os.getpid()}-{i}", token="t" * 32, expected_version=1, action=65536,
+                                  idempotency_key="k" * 30)  # fmt: skip
+    while time.monotonic() < stop_at:
+        t0 = time.perf_counter_ns()
+        await call(req, timeout=10)
+        t1 = time.perf_counter_ns()
+        stats["all"] += 1
+        if time.monotonic() >= warm_until:
+            lat.append(t1 - t0)
+
+
+async def load(kind: str, addresses: list[str], clients: int, offset: int, warmup: float, seconds: float) -> dict[str, Any]:
+    channels = [grpc.aio.insecure_channel(a) for a in addresses]
+    lat: list[int] = []
+    stats = {"get_game": 0, "games_finished": 0, "all": 0}
+    now = time.monotonic()
+    warm_until, stop_at = now + warmup, now + warmup + seconds
+    tasks = []
+    for i in range(clients):
+        ch = channels[i % len(channels)]
+        if kind == "floor":
+            tasks.append(floor_client(ch, offset + i, warm_until, stop_at, lat, stats))
+        else:
+            tasks.append(engine_client(rpc.EngineStub(ch), offset + i, warm_until, stop_at, lat, stats))
+    await asyncio.gather(*tasks)
+    for ch in channels:
+        await ch.close()
+    return {"lat": lat, **stats}
+
+
+def _load_proc(args: tuple[str, list[str], int, int, float, float]) -> dict[str, Any]:
+    return asyncio.run(load(*args))
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_load(kind: str, addresses: list[str], clients: int, procs: int, warmup: float, seconds: float,
+             server_pids: tuple[int, ...] = ()) -> dict[str, Any]:  # fmt: skip
+    per = [clients // procs + (1 if p < clients % procs else 0) for p in range(procs)]
+    jobs = [(kind, addresses, n, sum(per[:p]), warmup, seconds) for p, n in enumerate(per)]
+    cpu0 = sum(cpu_seconds(p) for p in server_pids)
+    if procs == 1:
+        results = [_load_proc(jobs[0])]
+    else:
+        with multiprocessing.get_context("spawn").Pool(procs) as pool:
+            results = pool.map(_load_proc, jobs)
+    cpu = sum(cpu_seconds(p) for p in server_pids) - cpu0
+    every = sum(r["all"] for r in results)
+    lat = sorted(x for r in results for x in r["lat"])
+    n = len(lat)
+
+    def q(p: float) -> float:
+        return lat[min(n - 1, int(p * n))] / 1000 if n else 0.0
+
+    return {
+        "calls": n,
+        "rps": n / seconds,
+        "p50_us": q(0.50),
+        "p99_us": q(0.99),
+        "get_game": sum(r["get_game"] for r in results),
+        "games_finished": sum(r["games_finished"] for r in results),
+        # server CPU per measured call (for the engine: per SubmitAction, its GetGame and
+        # CreateGame calls included), over the whole run with its warm-up
+        "server_cpu_us": cpu / every * 1e6 if every else 0.0,
+    }
+
+
+# ---- processes ----------------------------------------------------------------------------------
+
+
+def wait_line(proc: subprocess.Popen[str], needle: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            if proc.poll() is not None:
+                break
+            continue
+        if needle in line:
+            return line
+    raise RuntimeError(f"process did not print {needle!r}")
+
+
+def start_redis() -> tuple[subprocess.Popen[bytes], str]:
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    port = free_port()
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    import redis
+
+    r = redis.Redis(port=port)
+    for _ in range(200):
+        try:
+            r.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    return proc, f"redis://127.0.0.1:{port}/0"
+
+
+def start_engine(redis_url: str) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "REDIS_URL": redis_url, "ENGINE_GRPC_PORT": "0", "ENGINE_HOST": "127.0.0.1",
+           "ENGINE_METRICS_PORT": "0", "ENGINE_AI_DISPATCH": "off", "LOG_LEVEL": "WARNING",
+           "ENGINE_SHUTDOWN_DRAIN_SECONDS": "0"}  # fmt: skip
+    exe = Path(sys.executable).parent / "ascension-engine"
+    proc = subprocess.Popen([str(exe), "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)  # fmt: skip
+    line = wait_line(proc, "listening on")
+    return proc, line.split("listening on ")[1].split()[0]
+
+
+def start_floor(redis_url: str) -> tuple[subprocess.Popen[str], str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, __file__, "--floor-server", str(port), redis_url],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    wait_line(proc, "ready")
+    return proc, f"127.0.0.1:{port}"
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per phase")
+    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--clients", type=int, default=16, help="concurrent client coroutines (games)")
+    ap.add_argument("--client-procs", type=int, default=1, help="load generator processes")
+    ap.add_argument("--redis-url", default="", help="use this Redis instead of starting one (it is not flushed)")
+    ap.add_argument("--skip-two", action="store_true", help="skip the two-process phase")
+    ap.add_argument("--json", action="store_true", help="print one JSON object last")
+    ap.add_argument("--floor-server", nargs=2, metavar=("PORT", "REDIS_URL"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.floor_server:
+        asyncio.run(floor_server(int(args.floor_server[0]), args.floor_server[1]))
+        return 0
+
+    procs: list[subprocess.Popen[Any]] = []
+    try:
+        if args.redis_url:
+            redis_url = args.redis_url
+        else:
+            rp, redis_url = start_redis()
+            procs.append(rp)
+        common = (args.clients, args.client_procs, args.warmup, args.seconds)
+
+        fp, faddr = start_floor(redis_url)
+        procs.append(fp)
+        floor = run_load("floor", [faddr], *common, server_pids=(fp.pid,))
+        stop(fp)
+
+        ep, eaddr = start_engine(redis_url)
+        procs.append(ep)
+        one = run_load("engine", [eaddr], *common, server_pids=(ep.pid,))
+        two: dict[str, Any] | None = None
+        if not args.skip_two:
+            ep2, eaddr2 = start_engine(redis_url)
+            procs.append(ep2)
+            two = run_load("engine", [eaddr, eaddr2], *common, server_pids=(ep.pid, ep2.pid))
+    finally:
+        for p in procs:
+            stop(p)
+
+    ratio = one["rps"] / floor["rps"] if floor["rps"] else 0.0
+    cpus = os.cpu_count() or 1
+    print(f"machine: {cpus} CPUs; {args.clients} clients in {args.client_procs} process(es); {args.seconds:.0f}s/phase")
+    print(f"floor (gRPC + Redis GET + Lua CAS) : {floor['rps']:8.0f} calls/s  p50 {floor['p50_us']:7.0f} us  "
+          f"p99 {floor['p99_us']:7.0f} us")  # fmt: skip
+    print(f"engine, 1 process  SubmitAction    : {one['rps']:8.0f} calls/s  p50 {one['p50_us']:7.0f} us  "
+          f"p99 {one['p99_us']:7.0f} us  ({ratio:.0%} of the floor; {one['games_finished']} games finished, "
+          f"{one['get_game']} GetGame calls beside)")  # fmt: skip
+    print(f"server CPU per call                : floor {floor['server_cpu_us']:.0f} us, engine "
+          f"{one['server_cpu_us']:.0f} us per SubmitAction (its GetGame/CreateGame included): capacity "
+          f"{floor['server_cpu_us'] / max(one['server_cpu_us'], 1e-9):.0%} of the floor")  # fmt: skip
+    if two is not None:
+        print(f"engine, 2 processes SubmitAction   : {two['rps']:8.0f} calls/s  p50 {two['p50_us']:7.0f} us  "
+              f"p99 {two['p99_us']:7.0f} us  (x{two['rps'] / max(one['rps'], 1e-9):.2f} of one process)")  # fmt: skip
+    if args.json:
+        out = {
+            "submit_rps": round(one["rps"], 1),
+            "submit_p50_us": round(one["p50_us"], 1),
+            "submit_p99_us": round(one["p99_us"], 1),
+            "floor_rps": round(floor["rps"], 1),
+            "floor_p50_us": round(floor["p50_us"], 1),
+            "floor_p99_us": round(floor["p99_us"], 1),
+            "submit_vs_floor": round(ratio, 3),
+            "floor_server_cpu_us": round(floor["server_cpu_us"], 1),
+            "submit_server_cpu_us": round(one["server_cpu_us"], 1),
+            "submit_rps_2proc": round(two["rps"], 1) if two else None,
+            "submit_p50_us_2proc": round(two["p50_us"], 1) if two else None,
+            "cpus": cpus,
+            "clients": args.clients,
+            "client_procs": args.client_procs,
+            "seconds": args.seconds,
+        }
+        print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
