@@ -142,8 +142,8 @@ def _thukal() -> None:
     with b.expect(treasures=-1, ship=DEEP):  # moving into The Deep costs a Treasure
         b.act("move", DEEP)
     assert b.s.under[DEEP] == [gold]
-    b.s.power = 8
-    with b.expect(power=-8, honor=9, treasures=1, ongoing=1):  # and its defeater takes it
+    b.s.power = 9
+    with b.expect(power=-9, honor=9, treasures=1, ongoing=1):  # and its defeater takes it
         b.act("defeat", DEEP)
     assert b.s.kraken == b.me and b.cid("thukal") in b.s.ongoing[b.me]
     b.ships(me=3, enemy=3)

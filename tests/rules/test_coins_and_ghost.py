@@ -142,7 +142,7 @@ def test_thukal_takes_coins_too_and_the_defeater_gets_them() -> None:
     s = scenario(sets="both", ships=[0, 1], coins={0: [coin(1, 1) | COIN_DOWN]}, ghost=3)
     act(s, A.MOVE, DEEP)
     assert s.kraken_coins == [coin(1, 1) | COIN_DOWN]
-    s.power = 8
+    s.power = 9
     act(s, A.DEFEAT, DEEP)
     assert s.coins[0] == [coin(1, 1) | COIN_DOWN]
 

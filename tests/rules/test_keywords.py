@@ -113,7 +113,7 @@ def test_plunder_after_defeating_a_center_row_monster_but_not_thukal() -> None:
     act(s, A.DEFEAT, 2)
     play(s, "void_corsair")
     assert s.tokens[0] == 2 + 1
-    s = scenario(hand=["void_corsair"], power=8, discard=[])
+    s = scenario(hand=["void_corsair"], power=9, discard=[])
     act(s, A.DEFEAT, DEEP)  # Thukal is not in the center row
     play(s, "void_corsair")
     assert s.tokens[0] == 9

@@ -89,7 +89,7 @@ def test_thukal_takes_a_treasure_from_a_ship_ending_its_turn_in_the_deep() -> No
 
 
 def test_defeating_thukal_with_power_gives_its_treasure_and_makes_you_the_kraken() -> None:
-    s = scenario(sets="both", ships=[2, 3], power=8)
+    s = scenario(sets="both", ships=[2, 3], power=9)
     s.under[DEEP] = [cid(s, "gold")]
     s.kraken_coins = [9]
     act(s, A.DEFEAT, DEEP)
@@ -103,11 +103,11 @@ def test_defeating_thukal_with_crew_needs_the_ship_in_the_deep() -> None:
     assert not legal(s, A.DEFEAT_CREW, DEEP)
     s.ship[0] = DEEP
     act(s, A.DEFEAT_CREW, DEEP)
-    assert s.crew[0] == 1 and s.kraken == 0
+    assert s.crew[0] == 0 and s.kraken == 0
 
 
 def test_the_kraken_may_raid_once_per_turn() -> None:
-    s = scenario(ships=[2, 2], treasures={1: ["gold", "gold"]}, power=8)
+    s = scenario(ships=[2, 2], treasures={1: ["gold", "gold"]}, power=9)
     s.ship[0] = 2
     act(s, A.DEFEAT, DEEP)
     key = cid(s, "thukal") * 8
