@@ -137,7 +137,11 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
                 seats.append(bot(name, time_ms=args.budget_ms, seed=seed))
             created = client.create_game(seats, sets=args.sets, seed=args.seed)
             game_id, token = created.game_id, created.token(0)
-        session = PlaySession(client, console, game_id, token, clear=not args.no_clear)
+        about = (
+            f"Game {game_id} on the engine at {address}. Spectate it from another terminal: "
+            f"ascension watch {game_id} --address {address}"
+        )
+        session = PlaySession(client, console, game_id, token, clear=not args.no_clear, about=about)
         outcome = session.run()
         if outcome.quit:
             console.print(f"\nYou left game {game_id}.")
@@ -221,7 +225,7 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = Console()
+    console = Console(highlight=False)
     # A closed terminal (SIGHUP) or a kill (SIGTERM) unwinds like Ctrl-C: the private engine
     # is stopped by the `finally` that started it.
     for sig in (signal.SIGTERM, signal.SIGHUP):

@@ -56,6 +56,7 @@ class PlaySession:
         *,
         read: Callable[[str], str] | None = None,
         clear: bool = True,
+        about: str = "",
     ) -> None:
         self.client = client
         self.console = console
@@ -69,6 +70,7 @@ class PlaySession:
         self.catalog: Catalog = client.catalog(self.view.catalog_fingerprint)
         self.watch = client.watch(game_id, after_version=0)
         self.note: Text | None = None  # a message shown above the prompt once
+        self.about = about or f"Game {game_id} on the engine at {client.address}."
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -133,7 +135,7 @@ class PlaySession:
         if low == "a":
             return self._play_all()
         if low in ("h", "help", "?"):
-            self.console.print(HELP)
+            self._help()
             return False
         if low.startswith("?"):
             self._card_info(raw[1:].strip())
@@ -205,9 +207,13 @@ class PlaySession:
 
     # -- information -----------------------------------------------------------------------
 
+    def _help(self) -> None:
+        self.console.print(HELP, highlight=False)
+        self.console.print(self.about, style="dim", highlight=False)
+
     def _card_info(self, name: str) -> None:
         if not name:
-            self.console.print(HELP)
+            self._help()
             return
         low = name.lower()
         matches = [c for c in self.catalog.cards.values() if low in c.name.lower()]

@@ -257,8 +257,8 @@ def my_panel(view: GameView, catalog: Catalog, me: int) -> Group:
     return Group(*lines)
 
 
-def opponents(view: GameView, catalog: Catalog, me: int) -> Group:
-    """Every other seat's public state, one line each."""
+def opponents(view: GameView, catalog: Catalog, me: int, layout: Layout) -> Group:
+    """Every other seat's public state, one line each (cut to the width when compact)."""
     lines: list[RenderableType] = []
     for s in view.board.seats:
         if s.seat == me:
@@ -270,6 +270,8 @@ def opponents(view: GameView, catalog: Catalog, me: int) -> Group:
         if in_play:
             t.append(" · in play: ")
             t.append_text(card_list(catalog, in_play))
+        if layout.compact:
+            t.no_wrap, t.overflow = True, "ellipsis"
         lines.append(t)
     return Group(*lines)
 
@@ -315,13 +317,14 @@ def _action_style(kind: str) -> str:
 
 def scores_table(view: GameView, me: int) -> Table:
     """The final score: Honor by source for every seat, the winner first."""
-    table = Table(title="Final score", box=box.SIMPLE_HEAVY, title_style="bold")
-    for col in ("Player", "Cards", "Tokens", "Treasure", "Coins", "Card text", "Total"):
-        table.add_column(col, justify="left" if col == "Player" else "right")
+    table = Table(title="Final score", box=box.SIMPLE_HEAVY, title_style="bold", padding=(0, 1))
+    table.add_column("Player", no_wrap=True)
+    for col in ("Cards", "Tokens", "Treasure", "Coins", "Card text", "Total"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.caption = "★ winner"
     for sc in sorted(view.scores, key=lambda s: (s.seat != view.winner, -s.total, s.seat)):
-        name = seat_text(view, sc.seat, me)
-        if sc.seat == view.winner:
-            name.append("  ★ winner", style="bold yellow")
+        name = styled("★ " if sc.seat == view.winner else "  ", "bold yellow")
+        name.append_text(seat_text(view, sc.seat, me))
         table.add_row(
             name, str(sc.cards), str(sc.tokens), str(sc.treasure), str(sc.coins),
             str(sc.card_text), styled(str(sc.total), "bold"),
@@ -365,7 +368,7 @@ def screen(
     top.append(piles_line(view, catalog, layout))
     if me >= 0:
         top.append(my_panel(view, catalog, me))
-    top.append(opponents(view, catalog, me))
+    top.append(opponents(view, catalog, me, layout))
     bottom: list[RenderableType] = []
     actions = list(view.legal_actions) if show_actions else []
     if actions:
@@ -374,7 +377,9 @@ def screen(
     log_rule = Rule("What happened", style="dim", align="left")
     used = sum(_lines(console, p, layout.width) for p in [*top, log_rule, *bottom])
     room = layout.height - used - reserve
-    room = max(room, 1) if layout.compact else max(room, 4)
+    if layout.compact and room < 1:  # no room for the log: "l" shows it
+        return Group(*top, *bottom)
+    room = max(room, 1 if layout.compact else 4)
     shown: list[Text] = []
     for line in reversed(log):
         n = _lines(console, line, layout.width)

@@ -1,0 +1,159 @@
+"""The terminal client end to end: a real pseudo-terminal, a real engine, a real bot.
+
+``ascension play`` starts its own engine (embedded store, local AI pool) as a new user's
+machine would; the test reads each numbered menu off the screen and types a choice.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pexpect
+import pytest
+
+from clients.embedded import EmbeddedEngine
+from clients.sdk import Client, bot, human
+from tests.clients.conftest import requires_ai
+from tests.clients.tty import CONFIRM, PROMPT, Terminal, choose, port_open, wait_closed
+
+ENGINE_AT = re.compile(r"on the engine at (127\.0\.0\.1:\d+)")
+
+pytestmark = [requires_ai, pytest.mark.timeout(120)]
+
+
+def _engine_address(term: Terminal) -> tuple[str, dict[int, str]]:
+    """At the first prompt, read the menu, then ask for help: it names the game's engine."""
+    term.expect([PROMPT], timeout=60)
+    menu = term.menu()
+    term.send("?")
+    term.expect([ENGINE_AT], timeout=10)
+    address = term.child.match.group(1)
+    term.expect([PROMPT], timeout=10)
+    return str(address), menu
+
+
+def test_play_a_whole_game_against_a_bot() -> None:
+    t0 = time.monotonic()
+    term = Terminal(
+        ["play", "--players", "2", "--bot", "random", "--seed", "1", "--budget-ms", "50"]
+    )
+    try:
+        address, menu = _engine_address(term)
+        assert port_open(address)
+        moves = 0
+        assert menu, "the first screen lists numbered actions"
+        term.send(str(choose(menu)))
+        while True:
+            i = term.expect([PROMPT, CONFIRM, "Final score", pexpect.EOF], timeout=60)
+            if i == 0:
+                menu = term.menu()
+                assert menu and len(menu) == int(term.child.match.group(1))
+                term.send(str(choose(menu)))
+                moves += 1
+            elif i == 1:
+                term.send("y")
+            elif i == 2:
+                break
+            else:
+                pytest.fail("the client exited before the end of the game:\n" + term.output[-3000:])
+            assert time.monotonic() - t0 < 100, "the game takes too long"
+        code = term.wait_exit()
+    finally:
+        term.kill()
+    out = term.output
+    assert code == 0, out[-2000:]
+    assert moves > 10
+    # The board: the ring of spaces with The Deep, ships, the piles, seats and Honor.
+    for shown in ("The Deep", "Honor pool", "Hand:", "[YOU]", "Mystic 3R", "Cultist 2P"):
+        assert shown in out, shown
+    assert re.search(r"Seat \d \(random\): Crew \d+ · Honor \d+", out)
+    # What the bot did between our turns.
+    assert re.search(r"T\d+ Seat \d \(random\): (played|acquired|defeated)", out)
+    # The final score table and the result.
+    tail = out[out.rindex("Final score") :]
+    assert "Total" in tail and re.search(r"★ (You|Seat \d \(random\))\s+\d+", tail)
+    assert re.search(r"You win!|Seat \d \(random\) wins\.", tail)
+    assert re.search(r"You\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+", tail)
+    # The private engine is gone with the client.
+    assert wait_closed(address), f"the engine at {address} still answers"
+
+
+def test_ctrl_c_quits_and_stops_the_engine() -> None:
+    term = Terminal(["play", "--bot", "random", "--budget-ms", "50", "--seed", "3"])
+    try:
+        address, _ = _engine_address(term)
+        term.child.sendintr()
+        code = term.wait_exit()
+    finally:
+        term.kill()
+    assert code == 130
+    assert "Stopped." in term.output
+    assert wait_closed(address)
+
+
+def test_q_leaves_the_game() -> None:
+    term = Terminal(["play", "--bot", "random", "--budget-ms", "50", "--seed", "4"])
+    try:
+        address, _ = _engine_address(term)
+        term.send("c")  # card texts, then still at the prompt
+        term.expect([PROMPT], timeout=10)
+        term.send("17")  # not an action: told so, asked again
+        term.expect(["There is no action 17"], timeout=10)
+        term.send("q")
+        term.expect(["You left game"], timeout=10)
+        code = term.wait_exit()
+    finally:
+        term.kill()
+    assert code == 0
+    assert wait_closed(address)
+
+
+def test_join_an_existing_game_and_watch_it() -> None:
+    """`play --game/--token` joins a game on a running engine; `watch` spectates another."""
+    with EmbeddedEngine(ai_processes=2) as engine, Client(engine.address) as c:
+        mine = c.create_game([human("Ann"), bot("random", time_ms=20)], seed=9)
+        term = Terminal(
+            ["play", "--address", engine.address, "--game", mine.game_id, "--token", mine.token(0)]
+        )
+        try:
+            term.expect([PROMPT], timeout=60)
+            term.send("q")
+            term.expect(["Rejoin: ascension play"], timeout=10)
+            assert term.wait_exit() == 0
+        finally:
+            term.kill()
+        assert "Ann" not in term.output or "You" in term.output
+
+        bots_game = c.create_game(
+            [bot("random", time_ms=20, seed=1), bot("heuristic", time_ms=20, seed=2)], seed=10
+        )
+        spectator = Terminal(["watch", bots_game.game_id, "--address", engine.address])
+        try:
+            spectator.expect(["Final score"], timeout=90)
+            assert spectator.wait_exit() == 0
+        finally:
+            spectator.kill()
+        out = spectator.output
+        assert "The Deep" in out and "Honor pool" in out and "★ Seat" in out
+        assert c.get_view(bots_game.game_id).over
+
+
+def test_bots_runner_prints_a_results_table() -> None:
+    term = Terminal(
+        ["bots", "--games", "3", "--bots", "random,heuristic", "--budget-ms", "20", "--seed", "5"],
+        cols=100,
+    )
+    try:
+        term.expect(["Mean margin"], timeout=110)
+        code = term.wait_exit()
+    finally:
+        term.kill()
+    out = term.output
+    assert code == 0, out[-2000:]
+    assert "3/3 games" in out and "Win rate" in out
+    rows = {m.group(1): m for m in re.finditer(r"(random|heuristic)\W+(\d+)\W+(\d+)\W+(\d+)%", out)}
+    assert set(rows) == {"random", "heuristic"}
+    assert sum(int(m.group(2)) for m in rows.values()) == 6  # 3 games x 2 seats
+    assert sum(int(m.group(3)) for m in rows.values()) == 3  # one winner per game
+    assert "games" in out and "3/3" in out  # the progress bar
