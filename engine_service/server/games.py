@@ -17,7 +17,7 @@ from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules import actions as A
-from engine_service.server import convert, tokens, validate
+from engine_service.server import convert, state_codec, tokens, validate
 from engine_service.server.dispatch import Dispatcher
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
@@ -63,7 +63,7 @@ class Games:
         if s is not None:
             return s
         try:
-            s = rules.deserialize(rec.state)
+            s = state_codec.decode(rec.state)
         except rules.SerializationError as e:
             raise ServiceError(Code.FAILED_PRECONDITION, f"game {rec.game_id} cannot be read by this engine: {e}") from e
         self.states.put(rec.game_id, rec.version, s)
@@ -142,7 +142,7 @@ class Games:
         await self.store.create(
             NewGame(
                 game_id=game_id,
-                state=rules.serialize(state),
+                state=state_codec.encode(state),
                 meta=meta.encode(),
                 update=first.SerializeToString(),
                 to_move=to_move,
@@ -259,7 +259,7 @@ class Games:
             Commit(
                 game_id=game_id,
                 expected_version=rec.version,
-                state=rules.serialize(s),
+                state=state_codec.encode(s),
                 update=upd_bytes,
                 log_entry=f"{seat},{action}".encode(),
                 idem_key=key,
@@ -306,12 +306,14 @@ class Games:
                 f"watch from after_version={first - 1} (GetGame has the current state)",
             )
         idle = 0
-        while active():
+        while True:
             if self.stopping.is_set():
                 raise ServiceError(
                     Code.UNAVAILABLE,
                     f"the server is shutting down: watch again with after_version={last}",
                 )
+            if not active():
+                return  # the caller went away
             ups = await self.store.updates(game_id, last, WATCH_BLOCK_MS)
             if not ups:
                 idle += 1
