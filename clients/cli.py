@@ -96,16 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
 @contextlib.contextmanager
 def engine_address(
     console: Console, address: str | None, *, ai_processes: int = 1
-) -> Iterator[str]:
+) -> Iterator[tuple[str, EmbeddedEngine | None]]:
     """The given address, or a private engine started for the duration of the block."""
     if address:
-        yield address
+        yield address, None
         return
     engine = EmbeddedEngine(ai_processes=ai_processes)
     with console.status("Starting a local engine (embedded store, local AI workers)…"):
         engine.start()
     try:
-        yield engine.address
+        yield engine.address, engine
     finally:
         engine.stop()
 
@@ -126,7 +126,7 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
     if not 2 <= args.players <= 6:
         console.print("[red]--players must be 2..4 (2..6 with Curse of the Golden Isles).[/]")
         return 2
-    with engine_address(console, args.address) as address, Client(address) as client:
+    with engine_address(console, args.address) as (address, engine), Client(address) as client:
         if args.game:
             game_id, token = args.game, args.token
         else:
@@ -141,7 +141,14 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
             f"Game {game_id} on the engine at {address}. Spectate it from another terminal: "
             f"ascension watch {game_id} --address {address}"
         )
-        session = PlaySession(client, console, game_id, token, clear=not args.no_clear, about=about)
+        hint = (
+            f"The local engine's log: {engine.log_path}"
+            if engine is not None
+            else "Are the engine's AI workers running?"
+        )
+        session = PlaySession(
+            client, console, game_id, token, clear=not args.no_clear, about=about, stall_hint=hint
+        )
         outcome = session.run()
         if outcome.quit:
             console.print(f"\nYou left game {game_id}.")
@@ -175,7 +182,7 @@ def cmd_bots(args: argparse.Namespace, console: Console) -> int:
         console.print("[red]--games must be at least 1.[/]")
         return 2
     with (
-        engine_address(console, args.address, ai_processes=parallel) as address,
+        engine_address(console, args.address, ai_processes=parallel) as (address, _),
         Client(address, timeout=60.0) as client,
     ):
         progress = Progress(

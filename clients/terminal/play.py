@@ -8,10 +8,12 @@ when it is your move again the screen is redrawn with a summary of what they did
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
@@ -57,6 +59,8 @@ class PlaySession:
         read: Callable[[str], str] | None = None,
         clear: bool = True,
         about: str = "",
+        stall_hint: str = "Are the engine's AI workers running?",
+        stall_seconds: float = 30.0,
     ) -> None:
         self.client = client
         self.console = console
@@ -71,6 +75,8 @@ class PlaySession:
         self.watch = client.watch(game_id, after_version=0)
         self.note: Text | None = None  # a message shown above the prompt once
         self.about = about or f"Game {game_id} on the engine at {client.address}."
+        self.stall_hint = stall_hint
+        self.stall_seconds = stall_seconds
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -107,7 +113,16 @@ class PlaySession:
         extra = ", a=play all" if self._plays() else ""
         return f"Your choice (1-{n}{extra}, ?=help, q=quit): "
 
+    def _catch_up(self) -> None:
+        """Log every update up to the view's version, in order (they exist: no waiting)."""
+        while self.watch.last_version < self.view.version:
+            update = next(self.watch, None)
+            if update is None:
+                return
+            self.log.add(update)
+
     def _my_move(self) -> None:
+        self._catch_up()
         self.draw()
         while True:
             try:
@@ -186,18 +201,34 @@ class PlaySession:
     def _wait_for_others(self) -> None:
         who = seat_name(self.view, self.view.to_move, self.me)
         with self.console.status(self._status(f"{who} is thinking…"), spinner="dots") as status:
-            for update in self.watch:
-                self.log.add(update)
-                if update.version <= self.view.version:
-                    continue
-                if update.over or update.to_move == self.me:
-                    break
-                actor = seat_name(self.view, update.seat, self.me)
-                nxt = seat_name(self.view, update.to_move, self.me)
-                status.update(
-                    f"{actor}: {update.description}  ·  {nxt} is thinking… (Ctrl-C quits)"
-                )
+            timer = self._stall_timer(status.update, who)
+            try:
+                for update in self.watch:
+                    self.log.add(update)
+                    if update.version <= self.view.version:
+                        continue
+                    if update.over or update.to_move == self.me:
+                        break
+                    timer.cancel()
+                    actor = seat_name(self.view, update.seat, self.me)
+                    nxt = seat_name(self.view, update.to_move, self.me)
+                    status.update(self._status(f"{actor}: {update.description} · {nxt} to move…"))
+                    timer = self._stall_timer(status.update, nxt)
+            finally:
+                timer.cancel()
         self.view = self.client.get_view(self.game_id, self.token)
+
+    def _stall_timer(self, show: Callable[[Text], None], who: str) -> threading.Timer:
+        """After ``stall_seconds`` without a move, say so (a bot's worker may be down)."""
+        secs = self.stall_seconds
+
+        def fire() -> None:
+            show(self._status(f"No move from {who} for {secs:.0f} s. {self.stall_hint}"))
+
+        timer = threading.Timer(secs, fire)
+        timer.daemon = True
+        timer.start()
+        return timer
 
     def _status(self, text: str) -> Text:
         """One line (a wrapped spinner line would leave copies of itself behind)."""
@@ -223,8 +254,9 @@ class PlaySession:
         for card in matches[:5]:
             t = card_text(card)
             t.append(f"  {card.type} · {card.faction} · cost {card_cost(card) or '-'}", style="dim")
-            t.append(f" · {card.honor} Honor\n  {card.text}")
+            t.append(f" · {card.honor} Honor", style="dim")
             self.console.print(t)
+            self.console.print(Padding(card.text, (0, 0, 0, 2)))
 
     def _card_texts(self) -> None:
         seen: dict[int, None] = {}

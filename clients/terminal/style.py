@@ -75,6 +75,9 @@ def seat_text(view: GameView, seat: int, me: int = -1) -> Text:
 
 
 def card_cost(card: CardInfo) -> str:
+    """``3R``: 3 Runes to acquire; ``4P``: 4 Power to defeat; "" for starting cards."""
+    if card.cost <= 0:
+        return ""
     if card.type == "monster":
         return f"{card.cost}P"
     if card.type in ("hero", "construct"):
