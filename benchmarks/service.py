@@ -8,8 +8,9 @@ same load generator (grpc.aio clients, one game or key per client coroutine):
 1. the floor: a no-op gRPC call whose handler does one Redis GET and one Lua compare-and-set
    of a state-sized value (grpc.aio + redis.asyncio, like the engine), one server process;
 2. the engine, one ``ascension-engine serve`` process: games played through the API, each
-   client submitting for whichever seat is to move (GetGame when the turn passes);
-3. the engine, two processes on the same Redis (clients split between them).
+   client submitting for whichever seat is to move (ListLegalActions when the turn passes);
+3. the same with ``view_detail=VIEW_DETAIL_LEGAL_ACTIONS`` (answers without board and rules view);
+4. the engine, two processes on the same Redis (clients split between them), full views.
 
 Latencies are measured at the client, around each SubmitAction (or floor call). On a 2-core
 machine the load generator and Redis share the cores with the servers, so the two-process
@@ -108,28 +109,37 @@ async def floor_server(port: int, redis_url: str) -> None:
 # ---- load generators --------------------------------------------------------------------------
 
 
-def pick(view: pb.GameView, rng: random.Random) -> int:
-    acts = view.legal_actions
+def pick(acts: Any, rng: random.Random) -> int:
+    """Prefer buying and defeating, then playing cards: games end in a few hundred actions."""
     for kinds in (("acquire", "defeat", "acquire_crew", "defeat_crew"), ("play",)):
-        best = [a.id for a in acts if a.kind in kinds]
+        best: list[int] = [a.id for a in acts if a.kind in kinds]
         if best:
             return rng.choice(best)
-    others = [a.id for a in acts if a.kind != "end_turn"]
+    others: list[int] = [a.id for a in acts if a.kind != "end_turn"]
     if others and rng.random() < 0.7:
         return rng.choice(others)
-    return acts[0].id
+    first: int = acts[0].id
+    return first
 
 
-async def engine_client(stub: Any, i: int, warm_until: float, stop_at: float, lat: list[int], stats: dict[str, int]) -> None:
+async def engine_client(stub: Any, i: int, warm_until: float, stop_at: float, lat: list[int],
+                        stats: dict[str, int], detail: epb.ViewDetail) -> None:  # fmt: skip
+    """Plays games through the API like a table holding every seat's token: after each submit
+    it has the acting seat's legal actions (in the returned view); when the turn passes it asks
+    for the new seat's with ListLegalActions."""
     rng = random.Random(i)
     while time.monotonic() < stop_at:
         seats = [epb.SeatConfig(kind=pb.SeatInfo.HUMAN)] * 2
         game = await stub.CreateGame(epb.CreateGameRequest(sets="both", seats=seats), timeout=10)
         tokens = list(game.seat_tokens)
-        view = await stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=tokens[game.view.to_move]), timeout=10)
-        while not view.over and time.monotonic() < stop_at:
-            req = epb.SubmitActionRequest(game_id=game.game_id, token=tokens[view.to_move], expected_version=view.version,
-                                          action=pick(view, rng), idempotency_key=f"{game.game_id}:{view.version}")  # fmt: skip
+        seat = game.view.to_move
+        legal = await stub.ListLegalActions(epb.ListLegalActionsRequest(game_id=game.game_id, token=tokens[seat]),
+                                            timeout=10)  # fmt: skip
+        version, actions, over = legal.version, legal.actions, False
+        while not over and time.monotonic() < stop_at:
+            req = epb.SubmitActionRequest(game_id=game.game_id, token=tokens[seat], expected_version=version,
+                                          action=pick(actions, rng), idempotency_key=f"{game.game_id}:{version}",
+                                          view_detail=detail)  # fmt: skip
             t0 = time.perf_counter_ns()
             resp = await stub.SubmitAction(req, timeout=10)
             t1 = time.perf_counter_ns()
@@ -137,10 +147,14 @@ async def engine_client(stub: Any, i: int, warm_until: float, stop_at: float, la
             if time.monotonic() >= warm_until:
                 lat.append(t1 - t0)
             view = resp.view
-            if not view.over and view.to_move != view.seat:
-                view = await stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=tokens[view.to_move]), timeout=10)
+            version, actions, over = view.version, view.legal_actions, view.over
+            if not over and view.to_move != seat:
+                seat = view.to_move
+                legal = await stub.ListLegalActions(
+                    epb.ListLegalActionsRequest(game_id=game.game_id, token=tokens[seat]), timeout=10)  # fmt: skip
+                version, actions = legal.version, legal.actions
                 stats["get_game"] += 1
-        stats["games_finished"] += view.over
+        stats["games_finished"] += over
 
 
 async def floor_client(channel: Any, i: int, warm_until: float, stop_at: float, lat: list[int], stats: dict[str, int]) -> None:
@@ -169,7 +183,8 @@ async def load(kind: str, addresses: list[str], clients: int, offset: int, warmu
         if kind == "floor":
             tasks.append(floor_client(ch, offset + i, warm_until, stop_at, lat, stats))
         else:
-            tasks.append(engine_client(rpc.EngineStub(ch), offset + i, warm_until, stop_at, lat, stats))
+            detail = epb.VIEW_DETAIL_LEGAL_ACTIONS if kind == "engine-light" else epb.VIEW_DETAIL_FULL
+            tasks.append(engine_client(rpc.EngineStub(ch), offset + i, warm_until, stop_at, lat, stats, detail))
     await asyncio.gather(*tasks)
     for ch in channels:
         await ch.close()
@@ -214,7 +229,7 @@ def run_load(kind: str, addresses: list[str], clients: int, procs: int, warmup: 
         "p99_us": q(0.99),
         "get_game": sum(r["get_game"] for r in results),
         "games_finished": sum(r["games_finished"] for r in results),
-        # server CPU per measured call (for the engine: per SubmitAction, its GetGame and
+        # server CPU per measured call (for the engine: per SubmitAction, its ListLegalActions and
         # CreateGame calls included), over the whole run with its warm-up
         "server_cpu_us": cpu / every * 1e6 if every else 0.0,
     }
@@ -315,6 +330,7 @@ def main() -> int:
         ep, eaddr = start_engine(redis_url)
         procs.append(ep)
         one = run_load("engine", [eaddr], *common, server_pids=(ep.pid,))
+        light = run_load("engine-light", [eaddr], *common, server_pids=(ep.pid,))
         two: dict[str, Any] | None = None
         if not args.skip_two:
             ep2, eaddr2 = start_engine(redis_url)
@@ -331,10 +347,13 @@ def main() -> int:
           f"p99 {floor['p99_us']:7.0f} us")  # fmt: skip
     print(f"engine, 1 process  SubmitAction    : {one['rps']:8.0f} calls/s  p50 {one['p50_us']:7.0f} us  "
           f"p99 {one['p99_us']:7.0f} us  ({ratio:.0%} of the floor; {one['games_finished']} games finished, "
-          f"{one['get_game']} GetGame calls beside)")  # fmt: skip
+          f"{one['get_game']} ListLegalActions calls beside)")  # fmt: skip
     print(f"server CPU per call                : floor {floor['server_cpu_us']:.0f} us, engine "
-          f"{one['server_cpu_us']:.0f} us per SubmitAction (its GetGame/CreateGame included): capacity "
+          f"{one['server_cpu_us']:.0f} us per SubmitAction (its ListLegalActions/CreateGame included): capacity "
           f"{floor['server_cpu_us'] / max(one['server_cpu_us'], 1e-9):.0%} of the floor")  # fmt: skip
+    print(f"engine, 1 process, legal-actions-only answers: {light['rps']:8.0f} calls/s  p50 {light['p50_us']:7.0f} us  "
+          f"p99 {light['p99_us']:7.0f} us  server CPU {light['server_cpu_us']:.0f} us/submit "
+          f"({light['rps'] / max(floor['rps'], 1e-9):.0%} of the floor)")  # fmt: skip
     if two is not None:
         print(f"engine, 2 processes SubmitAction   : {two['rps']:8.0f} calls/s  p50 {two['p50_us']:7.0f} us  "
               f"p99 {two['p99_us']:7.0f} us  (x{two['rps'] / max(one['rps'], 1e-9):.2f} of one process)")  # fmt: skip
@@ -349,6 +368,9 @@ def main() -> int:
             "submit_vs_floor": round(ratio, 3),
             "floor_server_cpu_us": round(floor["server_cpu_us"], 1),
             "submit_server_cpu_us": round(one["server_cpu_us"], 1),
+            "submit_rps_light": round(light["rps"], 1),
+            "submit_p50_us_light": round(light["p50_us"], 1),
+            "submit_server_cpu_us_light": round(light["server_cpu_us"], 1),
             "submit_rps_2proc": round(two["rps"], 1) if two else None,
             "submit_p50_us_2proc": round(two["p50_us"], 1) if two else None,
             "cpus": cpus,

@@ -160,6 +160,23 @@ def game_view(game_id: str, version: int, s: State, meta: GameMeta, seat: int) -
     return v
 
 
+def light_view(game_id: str, version: int, s: State, seat: int) -> pb.GameView:
+    """The view without board, seat info or rules view: what a client needs to act next."""
+    v = pb.GameView(
+        game_id=game_id,
+        version=version,
+        seat=seat,
+        to_move=s.to_move(),
+        over=s.over,
+        legal_actions=legal_actions(s, seat),
+        players=s.n,
+        winner=rules.winner(s) if s.over else -1,
+    )
+    if s.over:
+        v.scores.extend(scores(s))
+    return v
+
+
 def events(s: State, evs: Sequence[tuple[Any, ...]]) -> list[pb.GameEvent]:
     return [
         pb.GameEvent(

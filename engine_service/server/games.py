@@ -65,7 +65,9 @@ class Games:
         try:
             s = state_codec.decode(rec.state)
         except rules.SerializationError as e:
-            raise ServiceError(Code.FAILED_PRECONDITION, f"game {rec.game_id} cannot be read by this engine: {e}") from e
+            raise ServiceError(
+                Code.FAILED_PRECONDITION, f"game {rec.game_id} cannot be read by this engine: {e}"
+            ) from e
         self.states.put(rec.game_id, rec.version, s)
         return s
 
@@ -286,9 +288,11 @@ class Games:
             self.metrics.games_finished.inc()
             log.info("game %s over at version %d: scores %s", game_id, version, rules.scores(s))
         await self._dispatch(payload)
-        return epb.SubmitActionResponse(
-            update=upd, view=convert.game_view(game_id, version, s, meta, seat)
-        )
+        if req.view_detail == epb.VIEW_DETAIL_LEGAL_ACTIONS:
+            view = convert.light_view(game_id, version, s, seat)
+        else:
+            view = convert.game_view(game_id, version, s, meta, seat)
+        return epb.SubmitActionResponse(update=upd, view=view)
 
     async def watch(
         self, game_id: str, after_version: int, active: Callable[[], bool]

@@ -91,6 +91,8 @@ def submit(req: epb.SubmitActionRequest) -> None:
             "expected_version",
             f"must be the version you saw (at least 1), got {req.expected_version}",
         )
+    if req.view_detail not in (epb.VIEW_DETAIL_FULL, epb.VIEW_DETAIL_LEGAL_ACTIONS):
+        raise invalid("view_detail", f"unknown value {req.view_detail}")
     if len(req.idempotency_key) > MAX_IDEMPOTENCY_KEY:
         raise invalid("idempotency_key", f"at most {MAX_IDEMPOTENCY_KEY} characters")
 

@@ -123,3 +123,22 @@ def test_delete_game(stub: rpc.EngineStub) -> None:
     assert err.code().name == "NOT_FOUND"
     listed = stub.ListGames(epb.ListGamesRequest(page_size=500), timeout=CALL_TIMEOUT)
     assert game.game_id not in {g.game_id for g in listed.games}
+
+
+def test_submit_can_answer_with_legal_actions_only(stub: rpc.EngineStub) -> None:
+    game = support.create(stub)
+    seat = game.view.to_move
+    view = stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=game.seat_tokens[seat]), timeout=CALL_TIMEOUT)
+    resp = stub.SubmitAction(epb.SubmitActionRequest(game_id=game.game_id, token=game.seat_tokens[seat],
+                                                     expected_version=1, action=view.legal_actions[0].id,
+                                                     view_detail=epb.VIEW_DETAIL_LEGAL_ACTIONS),
+                             timeout=CALL_TIMEOUT)  # fmt: skip
+    light = resp.view
+    assert not light.HasField("board") and not light.rules_view and light.version == 2
+    full = stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=game.seat_tokens[seat]), timeout=CALL_TIMEOUT)
+    assert (light.seat, light.to_move, light.over) == (full.seat, full.to_move, full.over)
+    assert list(light.legal_actions) == list(full.legal_actions)
+    bad = epb.SubmitActionRequest(game_id=game.game_id, token=game.seat_tokens[seat], expected_version=2,
+                                  action=1 << 16, view_detail=7)  # type: ignore[arg-type]  # fmt: skip
+    err = support.rpc_error(stub.SubmitAction, bad)
+    assert err.code().name == "INVALID_ARGUMENT" and "view_detail" in err.details()

@@ -2,12 +2,20 @@
 # mypy: disable-error-code=type-arg
 from . import game_pb2 as _game_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class ViewDetail(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VIEW_DETAIL_FULL: _ClassVar[ViewDetail]
+    VIEW_DETAIL_LEGAL_ACTIONS: _ClassVar[ViewDetail]
+VIEW_DETAIL_FULL: ViewDetail
+VIEW_DETAIL_LEGAL_ACTIONS: ViewDetail
 
 class BotSettings(_message.Message):
     __slots__ = ("name", "iterations", "time_ms", "seed", "exploration")
@@ -86,18 +94,20 @@ class ListLegalActionsResponse(_message.Message):
     def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., to_move: _Optional[int] = ..., actions: _Optional[_Iterable[_Union[_game_pb2.LegalAction, _Mapping]]] = ...) -> None: ...
 
 class SubmitActionRequest(_message.Message):
-    __slots__ = ("game_id", "token", "expected_version", "action", "idempotency_key")
+    __slots__ = ("game_id", "token", "expected_version", "action", "idempotency_key", "view_detail")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    VIEW_DETAIL_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     token: str
     expected_version: int
     action: int
     idempotency_key: str
-    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., expected_version: _Optional[int] = ..., action: _Optional[int] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    view_detail: ViewDetail
+    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., expected_version: _Optional[int] = ..., action: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., view_detail: _Optional[_Union[ViewDetail, str]] = ...) -> None: ...
 
 class SubmitActionResponse(_message.Message):
     __slots__ = ("update", "view", "replayed")
