@@ -141,11 +141,14 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
             f"Game {game_id} on the engine at {address}. Spectate it from another terminal: "
             f"ascension watch {game_id} --address {address}"
         )
-        hint = (
-            f"The local engine's log: {engine.log_path}"
-            if engine is not None
-            else "Are the engine's AI workers running?"
-        )
+
+        def hint() -> str:
+            if engine is None:
+                return "Are the engine's AI workers running?"
+            problem = engine.last_problem()
+            said = f"The engine says: {problem}" if problem else "Nothing in the engine's log"
+            return f"{said} (log: {engine.log_path})"
+
         session = PlaySession(
             client, console, game_id, token, clear=not args.no_clear, about=about, stall_hint=hint
         )

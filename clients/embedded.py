@@ -126,6 +126,14 @@ class EmbeddedEngine:
         text = self._log_path.read_text(errors="replace").splitlines()
         return "\n".join(text[-lines:])
 
+    def last_problem(self) -> str:
+        """The engine's last WARNING/ERROR log line (e.g. why an AI move failed), if any."""
+        for line in reversed(self.log_tail(200).splitlines()):
+            for level in (" ERROR ", " WARNING ", " CRITICAL "):
+                if level in line:
+                    return line.split(level, 1)[1]
+        return ""
+
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM (the engine shuts down gracefully), then SIGKILL if it lingers."""
         proc, self.proc = self.proc, None

@@ -59,7 +59,7 @@ class PlaySession:
         read: Callable[[str], str] | None = None,
         clear: bool = True,
         about: str = "",
-        stall_hint: str = "Are the engine's AI workers running?",
+        stall_hint: str | Callable[[], str] = "Are the engine's AI workers running?",
         stall_seconds: float = 30.0,
     ) -> None:
         self.client = client
@@ -223,7 +223,9 @@ class PlaySession:
         secs = self.stall_seconds
 
         def fire() -> None:
-            show(self._status(f"No move from {who} for {secs:.0f} s. {self.stall_hint}"))
+            show(self._status(f"No move from {who} for {secs:.0f} s."))
+            hint = self.stall_hint() if callable(self.stall_hint) else self.stall_hint
+            self.console.print(Text(f"No move from {who} for {secs:.0f} s. {hint}", style="yellow"))
 
         timer = threading.Timer(secs, fire)
         timer.daemon = True
