@@ -1,0 +1,149 @@
+"""One AI move, start to finish: the function the Celery task and the engine's embedded
+process pool both run (``ai_workers.runner:play_move``).
+
+1. Read the seat's view with its token (``GetGame``).
+2. Drop the move if it is stale: the game moved on (another version) or the seat is not the
+   one to move any more.
+3. Let the seat's bot choose on the rules view (with a legal fallback if the bot fails).
+4. ``SubmitAction`` with the version the bot planned on and the idempotency key
+   ``ai:{game}:{seat}:{version}``: a lost race (``ABORTED``/``FAILED_PRECONDITION``) is
+   dropped, never retried, and a repeated submit is never applied twice.
+
+An unreachable engine raises :class:`TransientEngineError` (the Celery task retries it; the
+engine's sweeper re-dispatches moves that waited too long).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from ai_workers import engine_client as ec
+from ai_workers import metrics
+from ai_workers.bots.settings import BotSettings, BotSettingsError
+from ai_workers.decide import decide
+from engine_service import rules
+from engine_service.api.ascension.v1 import engine_pb2
+
+log = logging.getLogger("ascension.worker.runner")
+DEFAULT_ENGINE_ADDRESS = "localhost:50051"
+
+PLAYED, STALE, LOST_RACE, REPLAYED, GONE = "played", "stale", "lost_race", "replayed", "gone"
+
+
+def idempotency_key(game_id: str, seat: int, version: int) -> str:
+    return f"ai:{game_id}:{seat}:{version}"
+
+
+def _settings(bot: Any, game_id: str, seat: int) -> BotSettings:
+    raw = dict(bot or {})
+    if not raw.get("exploration"):
+        raw.pop("exploration", None)  # 0 = the bot's default
+    try:
+        return BotSettings.from_payload(raw)
+    except BotSettingsError as e:
+        log.error("game %s seat %s: bad bot settings (%s); the heuristic plays", game_id, seat, e)
+        return BotSettings(name="heuristic", seed=int(raw.get("seed", 0) or 0) % 2**63)
+
+
+def _done(outcome: str) -> str:
+    metrics.outcomes.labels(outcome).inc()
+    return outcome
+
+
+def play_move(
+    game_id: str,
+    seat: int,
+    version: int,
+    token: str,
+    bot: dict[str, Any],
+    engine_address: str = "",
+    enqueued_at: float = 0.0,
+    **extra: Any,
+) -> str:
+    """Play the AI move the engine asked for; returns what became of it: ``played``,
+    ``replayed`` (an earlier attempt had already submitted it), ``stale``, ``lost_race`` or
+    ``gone`` (the game no longer exists)."""
+    if extra:
+        log.debug("ignoring unknown payload keys %s", sorted(extra))
+    if enqueued_at:
+        metrics.queue_wait.observe(max(0.0, time.time() - enqueued_at))
+    address = engine_address or os.environ.get("ENGINE_ADDRESS", DEFAULT_ENGINE_ADDRESS)
+    settings = _settings(bot, game_id, seat)
+    stub = ec.stub(address)
+    try:
+        gv = stub.GetGame(
+            engine_pb2.GetGameRequest(game_id=game_id, token=token), timeout=ec.CALL_TIMEOUT
+        )
+    except Exception as e:
+        if ec.is_gone(e):
+            log.info("game %s is gone; dropping the move of seat %s", game_id, seat)
+            return _done(GONE)
+        if ec.is_transient(e):
+            raise ec.TransientEngineError(f"GetGame {game_id}: {ec.status_name(e)}") from None
+        raise
+    if gv.over or gv.version != version or gv.to_move != seat or not gv.legal_actions:
+        log.info(
+            "stale move of game %s seat %s: planned on version %s, game at %s, to move %s",
+            game_id,
+            seat,
+            version,
+            gv.version,
+            gv.to_move,
+        )
+        return _done(STALE)
+    legal = [a.id for a in gv.legal_actions]
+    try:
+        view: rules.View | None = rules.View.deserialize(gv.rules_view)
+    except Exception as e:
+        log.error("game %s seat %s: unreadable rules view (%s)", game_id, seat, e)
+        view = None
+    d = decide(view, legal, settings)
+    metrics.decision_seconds.labels(settings.name).observe(d.seconds)
+    if d.fallback:
+        metrics.fallbacks.labels(settings.name, d.fallback).inc()
+    if d.iterations and d.search_seconds > 0:
+        ips = d.iterations / d.search_seconds
+        metrics.mcts_ips.set(ips)
+        metrics.mcts_ips_hist.observe(ips)
+    req = engine_pb2.SubmitActionRequest(
+        game_id=game_id,
+        token=token,
+        expected_version=version,
+        action=d.action,
+        idempotency_key=idempotency_key(game_id, seat, version),
+        view_detail=engine_pb2.VIEW_DETAIL_LEGAL_ACTIONS,
+    )
+    try:
+        resp = stub.SubmitAction(req, timeout=ec.CALL_TIMEOUT)
+    except Exception as e:
+        if ec.is_lost_race(e):
+            log.info(
+                "game %s seat %s: lost the race at version %s (%s)",
+                game_id,
+                seat,
+                version,
+                ec.status_name(e),
+            )
+            return _done(LOST_RACE)
+        if ec.is_gone(e):
+            return _done(GONE)
+        if ec.is_transient(e):
+            raise ec.TransientEngineError(f"SubmitAction {game_id}: {ec.status_name(e)}") from None
+        raise
+    if resp.replayed:
+        return _done(REPLAYED)
+    metrics.moves.labels(settings.name).inc()
+    log.info(
+        "game %s seat %s v%s: %s chose action %s in %.3fs%s",
+        game_id,
+        seat,
+        version,
+        settings.name,
+        d.action,
+        d.seconds,
+        f" (fallback: {d.fallback})" if d.fallback else "",
+    )
+    return _done(PLAYED)
