@@ -30,7 +30,7 @@ class View:
 
     def serialize(self) -> bytes:
         blob = json.dumps([self.seat, self.hand_counts, to_primitive(self.state)], separators=(",", ":"))
-        return bytes([VIEW_FORMAT]) + zlib.compress(blob.encode(), 6)
+        return bytes([VIEW_FORMAT]) + zlib.compress(blob.encode(), 1)
 
     @staticmethod
     def deserialize(data: bytes, tables: Tables | None = None) -> View:

@@ -17,7 +17,7 @@ from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules import actions as A
-from engine_service.server import convert, state_codec, tokens, validate
+from engine_service.server import convert, tokens, validate
 from engine_service.server.dispatch import Dispatcher
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
@@ -63,7 +63,7 @@ class Games:
         if s is not None:
             return s
         try:
-            s = state_codec.decode(rec.state)
+            s = rules.deserialize(rec.state)
         except rules.SerializationError as e:
             raise ServiceError(
                 Code.FAILED_PRECONDITION, f"game {rec.game_id} cannot be read by this engine: {e}"
@@ -144,7 +144,7 @@ class Games:
         await self.store.create(
             NewGame(
                 game_id=game_id,
-                state=state_codec.encode(state),
+                state=rules.serialize(state),
                 meta=meta.encode(),
                 update=first.SerializeToString(),
                 to_move=to_move,
@@ -261,7 +261,7 @@ class Games:
             Commit(
                 game_id=game_id,
                 expected_version=rec.version,
-                state=state_codec.encode(s),
+                state=rules.serialize(s),
                 update=upd_bytes,
                 log_entry=f"{seat},{action}".encode(),
                 idem_key=key,

@@ -121,6 +121,24 @@ def test_view_bytes_round_trip() -> None:
     assert back.seat == 2 and back.hand_counts == v.hand_counts and back.state == v.state
 
 
+def test_states_written_as_json_by_format_1_are_still_read() -> None:
+    import json
+    import zlib
+
+    from engine_service.rules.serialize import to_primitive
+
+    s = midgame()
+    old = bytes([1]) + zlib.compress(json.dumps(to_primitive(s)).encode())
+    assert rules.deserialize(old) == s
+
+
+def test_truncated_state_bytes_are_refused() -> None:
+    data = rules.serialize(midgame())
+    for bad in (data[:20], b"", bytes([2]) + b"\x00" * 5):
+        with pytest.raises(rules.SerializationError):
+            rules.deserialize(bad)
+
+
 def test_serialized_state_from_other_card_data_is_refused() -> None:
     s = midgame()
     blob = bytearray(rules.serialize(s))
