@@ -28,7 +28,8 @@ class BotsConfig:
     budget_ms: int = 300
     seed: int | None = None
     parallel: int = 2
-    game_timeout_s: float = 900.0
+    game_timeout_s: float = 900.0  # a game longer than this is abandoned
+    stall_timeout_s: float = 120.0  # so is a game where nobody moves for this long
 
     def seating(self, game: int) -> list[str]:
         return [self.bots[(game + j) % len(self.bots)] for j in range(self.players)]
@@ -67,11 +68,10 @@ def play_one(client: Client, cfg: BotsConfig, index: int) -> GameResult:
         return GameResult(index, "", seating, error=str(e))
     result = GameResult(index, game.game_id, seating)
     watch = client.watch(game.game_id, after_version=0)
-    timer = threading.Timer(cfg.game_timeout_s, watch.cancel)
-    timer.daemon = True
-    timer.start()
+    dog = _Watchdog(watch.cancel, cfg.game_timeout_s, cfg.stall_timeout_s)
     try:
         for update in watch:
+            dog.progress()
             result.updates = update.version - 1
             if update.over:
                 break
@@ -80,17 +80,46 @@ def play_one(client: Client, cfg: BotsConfig, index: int) -> GameResult:
         result.error = str(e)
         return result
     finally:
-        timer.cancel()
+        dog.stop()
         watch.cancel()
         result.seconds = time.monotonic() - t0
     if not view.over:
-        result.error = f"not over after {cfg.game_timeout_s:.0f}s (version {view.version})"
+        result.error = f"{dog.reason or 'the game did not end'} (at version {view.version})"
         return result
     result.turns = view.board.turn
     by_seat = {s.seat: s.total for s in view.scores}
     result.scores = [by_seat.get(j, 0) for j in range(len(seating))]
     result.winner = view.winner
     return result
+
+
+class _Watchdog:
+    """Calls ``cancel`` once the game has run ``total`` seconds, or ``stall`` without a move."""
+
+    def __init__(self, cancel: Callable[[], None], total: float, stall: float) -> None:
+        self._cancel, self._total, self._stall = cancel, total, stall
+        self._start = self._last = time.monotonic()
+        self._done = threading.Event()
+        self.reason = ""
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def progress(self) -> None:
+        self._last = time.monotonic()
+
+    def stop(self) -> None:
+        self._done.set()
+
+    def _run(self) -> None:
+        while not self._done.wait(0.5):
+            now = time.monotonic()
+            if now - self._start > self._total:
+                self.reason = f"not over after {self._total:.0f} s"
+            elif now - self._last > self._stall:
+                self.reason = f"no move for {self._stall:.0f} s (are the AI workers running?)"
+            else:
+                continue
+            self._cancel()
+            return
 
 
 def run(

@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     bots.add_argument("--seed", type=int, default=None, help="seed of game 0 (game i: seed+i)")
     bots.add_argument("--parallel", type=int, default=None, help="games at once (default: CPUs)")
     bots.add_argument("--game-timeout", type=float, default=900.0, help="seconds before giving up")
+    bots.add_argument(
+        "--stall-timeout", type=float, default=120.0, help="give up on a game after this many "
+        "seconds without a move",
+    )  # fmt: skip
 
     games = sub.add_parser("games", help="list the games on an engine")
     games.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
@@ -179,7 +183,7 @@ def cmd_bots(args: argparse.Namespace, console: Console) -> int:
     cfg = bots_runner.BotsConfig(
         bots=tuple(args.bots), games=args.games, players=players, sets=args.sets,
         budget_ms=args.budget_ms, seed=args.seed, parallel=parallel,
-        game_timeout_s=args.game_timeout,
+        game_timeout_s=args.game_timeout, stall_timeout_s=args.stall_timeout,
     )  # fmt: skip
     if args.games < 1:
         console.print("[red]--games must be at least 1.[/]")

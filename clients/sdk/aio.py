@@ -249,6 +249,11 @@ class AsyncWatch:
     def __aiter__(self) -> AsyncWatch:
         return self
 
+    @property
+    def closed(self) -> bool:
+        """True once cancelled, or after the game's last update."""
+        return self._cancelled or self._done
+
     def cancel(self) -> None:
         self._cancelled = True
         self._drop()

@@ -250,6 +250,11 @@ class Watch(Iterator[game_pb2.GameUpdate]):
     def __iter__(self) -> Watch:
         return self
 
+    @property
+    def closed(self) -> bool:
+        """True once cancelled, or after the game's last update."""
+        return self._cancelled or self._done
+
     def cancel(self) -> None:
         self._cancelled = True
         call = self._call

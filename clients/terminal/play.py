@@ -217,6 +217,8 @@ class PlaySession:
             finally:
                 timer.cancel()
         self.view = self.client.get_view(self.game_id, self.token)
+        if self.watch.closed and not self.view.over and self.view.to_move != self.me:
+            raise AscensionError("the game's event stream was closed", code="CANCELLED")
 
     def _stall_timer(self, show: Callable[[Text], None], who: str) -> threading.Timer:
         """After ``stall_seconds`` without a move, say so (a bot's worker may be down)."""
