@@ -1,0 +1,1 @@
+"""Example plugins (see docs/bots.md)."""
