@@ -33,11 +33,11 @@ def _engine_address(term: Terminal) -> tuple[str, dict[int, str]]:
     return str(address), menu
 
 
-def test_play_a_whole_game_against_a_bot() -> None:
+@pytest.mark.parametrize("bot_name", ["random", "ismcts"])
+def test_play_a_whole_game_against_a_bot(bot_name: str) -> None:
     t0 = time.monotonic()
-    term = Terminal(
-        ["play", "--players", "2", "--bot", "random", "--seed", "1", "--budget-ms", "50"]
-    )
+    args = ["play", "--players", "2", "--bot", bot_name, "--seed", "1", "--budget-ms", "40"]
+    term = Terminal(args)
     try:
         address, menu = _engine_address(term)
         assert port_open(address)
@@ -67,13 +67,13 @@ def test_play_a_whole_game_against_a_bot() -> None:
     # The board: the ring of spaces with The Deep, ships, the piles, seats and Honor.
     for shown in ("The Deep", "Honor pool", "Hand:", "[YOU]", "Mystic 3R", "Cultist 2P"):
         assert shown in out, shown
-    assert re.search(r"Seat \d \(random\): Crew \d+ · Honor \d+", out)
+    assert re.search(rf"Seat \d \({bot_name}\): Crew \d+ · Honor \d+", out)
     # What the bot did between our turns.
-    assert re.search(r"T\d+ Seat \d \(random\): (played|acquired|defeated)", out)
+    assert re.search(rf"T\d+ Seat \d \({bot_name}\): (played|acquired|defeated)", out)
     # The final score table and the result.
     tail = out[out.rindex("Final score") :]
-    assert "Total" in tail and re.search(r"★ (You|Seat \d \(random\))\s+\d+", tail)
-    assert re.search(r"You win!|Seat \d \(random\) wins\.", tail)
+    assert "Total" in tail and re.search(rf"★ (You|Seat \d \({bot_name}\))\s+\d+", tail)
+    assert re.search(rf"You win!|Seat \d \({bot_name}\) wins\.", tail)
     assert re.search(r"You\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+", tail)
     # The private engine is gone with the client.
     assert wait_closed(address), f"the engine at {address} still answers"
