@@ -248,7 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return commands[args.command](args, console)
     except KeyboardInterrupt:
-        console.print("\n[dim]Stopped.[/]")
+        with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+            console.print("\n[dim]Stopped.[/]")
         return 130
     except EngineStartError as e:
         console.print(f"[red]Could not start the local engine:[/] {e}")

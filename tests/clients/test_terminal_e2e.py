@@ -7,6 +7,7 @@ machine would; the test reads each numbered menu off the screen and types a choi
 from __future__ import annotations
 
 import re
+import signal
 import time
 
 import pexpect
@@ -79,16 +80,21 @@ def test_play_a_whole_game_against_a_bot(bot_name: str) -> None:
     assert wait_closed(address), f"the engine at {address} still answers"
 
 
-def test_ctrl_c_quits_and_stops_the_engine() -> None:
+@pytest.mark.parametrize("how", ["ctrl-c", "hangup"])
+def test_interrupt_quits_and_stops_the_engine(how: str) -> None:
     term = Terminal(["play", "--bot", "random", "--budget-ms", "50", "--seed", "3"])
     try:
         address, _ = _engine_address(term)
-        term.child.sendintr()
+        if how == "ctrl-c":
+            term.child.sendintr()
+        else:  # the terminal window was closed
+            term.child.kill(signal.SIGHUP)
         code = term.wait_exit()
     finally:
         term.kill()
     assert code == 130
-    assert "Stopped." in term.output
+    if how == "ctrl-c":
+        assert "Stopped." in term.output
     assert wait_closed(address)
 
 
