@@ -31,6 +31,15 @@ from clients.embedded import EmbeddedEngine, EngineStartError
 from clients.sdk import AscensionError, Client, bot, human
 from clients.sdk.types import SETS
 
+EXAMPLES = """\
+examples:
+  ascension play                                # you vs an ISMCTS bot, on a private engine
+  ascension play --players 3 --bot ismcts,heuristic --sets both
+  ascension watch GAME --address HOST:PORT      # spectate
+  ascension bots --games 20 --bots ismcts,heuristic
+Without --address (or ASCENSION_ADDRESS), play and bots start `ascension-engine serve` with
+its embedded defaults (no Redis, no Celery) and stop it on exit. Guide: docs/clients.md"""
+
 DEFAULT_BOT = "ismcts"
 DEFAULT_BUDGET_MS = 300
 
@@ -50,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ascension",
         description="Play Ascension (Skulls & Sails, Curse of the Golden Isles) against bots.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="command", required=True)
     addr_help = "engine address HOST:PORT (env ASCENSION_ADDRESS); default: start a private engine"
@@ -57,12 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     play = sub.add_parser("play", help="play a game in the terminal against bots")
     play.add_argument("--address", default=_address_default(), help=addr_help)
     play.add_argument("--sets", choices=SETS, default="ss", help="ss, cotgi or both (default ss)")
-    play.add_argument("--players", type=int, default=2, help="seats in the game, you included")
+    play.add_argument(
+        "--players", type=int, default=2, help="seats in the game, you included (default 2)"
+    )
     play.add_argument(
         "--bot", type=_bots, default=[DEFAULT_BOT],
         help="bot(s) for the other seats, comma-separated, used in turn (default ismcts)",
     )  # fmt: skip
-    play.add_argument("--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move")
+    play.add_argument(
+        "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
+    )
     play.add_argument("--seed", type=int, default=None, help="game seed (reproducible deal)")
     play.add_argument("--name", default="You", help="your display name")
     play.add_argument("--game", help="join this game (with --token) instead of creating one")
@@ -82,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     bots.add_argument("--players", type=int, default=None, help="seats per game (default: #bots)")
     bots.add_argument("--sets", choices=SETS, default="ss")
-    bots.add_argument("--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move")
+    bots.add_argument(
+        "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
+    )
     bots.add_argument("--seed", type=int, default=None, help="seed of game 0 (game i: seed+i)")
     bots.add_argument("--parallel", type=int, default=None, help="games at once (default: CPUs)")
     bots.add_argument("--game-timeout", type=float, default=900.0, help="seconds before giving up")
