@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine_service import rules  # noqa: E402
-from engine_service.rules import actions as A  # noqa: E402
+from engine_service import rules
+from engine_service.rules import actions as A
 
 END = A.encode(A.END_TURN)
 
