@@ -1,121 +1,260 @@
 """Shared constants and helpers of the deployment tests (deploy/: Dockerfile, compose, Helm, Prometheus, Grafana).
 
-The contract below is the one fixed by the lead for the engine and the worker:
-console scripts and their sub-commands, environment variables, metric names.
-Every deployment artefact is checked against it.
+The contract every deployment artefact is checked against is read from the code, so it cannot
+drift: the engine's settings from engine_service.server.config, the worker's from
+ai_workers.config, the metric names and labels from engine_service.server.metrics and
+ai_workers.metrics. Only the sub-commands a deployment may call are listed here (and checked
+against the console scripts' own argument parsers).
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml  # type: ignore[import-untyped, unused-ignore]
+from prometheus_client.metrics import MetricWrapperBase
+
+import ai_workers.config as worker_config
+import ai_workers.metrics as worker_metrics
+from engine_service.server import config as engine_config
+from engine_service.server.errors import Code
+from engine_service.server.metrics import Metrics
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 CHART_DIR = DEPLOY / "helm" / "ascension-engine"
 KUBE_VERSION = "1.30.0"
 
+# gRPC status codes that mean the server failed (the error-rate alert counts these only).
+# Everything else the engine answers is the caller's outcome: illegal moves, lost races,
+# unknown games, cancelled calls and passed deadlines (recorded as CANCELLED).
+SERVER_SIDE_CODES = frozenset({"INTERNAL", "UNAVAILABLE"})
+
+
+@dataclass(frozen=True)
+class MetricFamily:
+    """One metric as registered in the code."""
+
+    name: str  # the family name (a counter's without `_total`)
+    type: str  # counter, gauge or histogram
+    labels: frozenset[str]
+    component: str  # engine or worker
+
+    @property
+    def samples(self) -> dict[str, frozenset[str]]:
+        """The series names Prometheus scrapes from it, with their labels. (`_created`
+        samples are left out: the worker's multiprocess collector does not export them.)"""
+        if self.type == "counter":
+            return {f"{self.name}_total": self.labels}
+        if self.type == "histogram":
+            return {
+                f"{self.name}_bucket": self.labels | {"le"},
+                f"{self.name}_sum": self.labels,
+                f"{self.name}_count": self.labels,
+            }
+        assert self.type == "gauge", f"{self.name}: unexpected metric type {self.type}"
+        return {self.name: self.labels}
+
+    @property
+    def documented_name(self) -> str:
+        """How the guide names it: counters with `_total`, histograms by family."""
+        return f"{self.name}_total" if self.type == "counter" else self.name
+
+
+def _families(holder: Any, component: str) -> Iterator[MetricFamily]:
+    for metric in vars(holder).values():
+        if isinstance(metric, MetricWrapperBase):
+            (description,) = metric.describe()
+            # prometheus_client has no public accessor for a metric's label names.
+            labels = frozenset(metric._labelnames)
+            yield MetricFamily(description.name, description.type, labels, component)
+
+
+class _RecordingEnv(dict[str, str]):
+    """An empty environment that remembers which variables were asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.asked.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        self.asked.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.asked.add(key)
+        return super().__contains__(key)
+
+
+def _worker_env() -> tuple[frozenset[str], dict[str, str]]:
+    """The variables ai_workers.config.load reads, and the defaults that do not depend on
+    the machine."""
+    env = _RecordingEnv()
+    cfg = worker_config.load(env)
+    defaults = {
+        "CELERY_BROKER_URL": cfg.broker_url,
+        "ENGINE_ADDRESS": cfg.engine_address,
+        "WORKER_METRICS_PORT": str(cfg.metrics_port),
+        "LOG_LEVEL": cfg.log_level,
+        "WORKER_NODE_NAME": cfg.node_name,
+        "WORKER_SOFT_TIME_LIMIT": str(cfg.soft_time_limit),
+        "WORKER_TIME_LIMIT": str(cfg.time_limit),
+        "WORKER_VISIBILITY_TIMEOUT": str(cfg.visibility_timeout),
+        "WORKER_MAX_RETRIES": str(cfg.max_retries),
+    }
+    machine_dependent = {"WORKER_CONCURRENCY"}  # the number of CPUs
+    assert set(defaults) | machine_dependent == env.asked, (
+        f"ai_workers.config reads {sorted(env.asked)}; update _worker_env's defaults"
+    )
+    return frozenset(env.asked), defaults
+
+
+def _format_default(value: Any) -> str:
+    """An engine default as the docs and the deployment write it (20.0 -> "20")."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+_WORKER_ENV, _WORKER_DEFAULTS = _worker_env()
+
 
 @dataclass(frozen=True)
 class Contract:
     # console script -> sub-commands the deployment may call
     commands: dict[str, frozenset[str]]
-    engine_env: frozenset[str]
+    engine_options: tuple[engine_config.Option, ...]
     worker_env: frozenset[str]
-    metrics: frozenset[str]
-    histograms: frozenset[str]
-    # labels each metric carries (besides the target labels job and instance)
-    metric_labels: dict[str, frozenset[str]]
-    # documented defaults of the environment variables
-    env_defaults: dict[str, str]
+    families: tuple[MetricFamily, ...]
+    # defaults of the environment variables, as the docs write them
+    engine_defaults: dict[str, str]
+    worker_defaults: dict[str, str]
 
     @property
-    def sweeper_env(self) -> frozenset[str]:
-        # The sweeper is `ascension-worker sweeper`; it may need the store as well.
-        return self.worker_env | {"REDIS_URL"}
+    def engine_env(self) -> frozenset[str]:
+        return frozenset(option.env for option in self.engine_options)
+
+    @property
+    def metrics(self) -> frozenset[str]:
+        """Every series name the engine and the worker export."""
+        return frozenset(name for family in self.families for name in family.samples)
+
+    @property
+    def histograms(self) -> frozenset[str]:
+        return frozenset(f"{f.name}_bucket" for f in self.families if f.type == "histogram")
+
+    @property
+    def metric_labels(self) -> dict[str, frozenset[str]]:
+        """Labels each series carries (besides the target labels job and instance)."""
+        return {name: labels for f in self.families for name, labels in f.samples.items()}
+
+    def family_of(self, series: str) -> MetricFamily:
+        (family,) = [f for f in self.families if series in f.samples]
+        return family
 
 
 CONTRACT = Contract(
     commands={
         "ascension-engine": frozenset({"serve"}),
-        "ascension-worker": frozenset({"run", "check", "sweeper"}),
+        # `ascension-worker sweeper` only says that the sweeper lives in the engine now.
+        "ascension-worker": frozenset({"run", "check"}),
         "ascension": frozenset(),
     },
-    engine_env=frozenset(
-        {
-            "REDIS_URL",
-            "ENGINE_GRPC_PORT",
-            "ENGINE_METRICS_PORT",
-            "CELERY_BROKER_URL",
-            "ENGINE_GAME_TTL_SECONDS",
-            "ENGINE_SHUTDOWN_GRACE_SECONDS",
-            "ENGINE_MAX_MESSAGE_BYTES",
-            "LOG_LEVEL",
-        }
-    ),
-    worker_env=frozenset(
-        {
-            "CELERY_BROKER_URL",
-            "ENGINE_ADDRESS",
-            "WORKER_METRICS_PORT",
-            "WORKER_CONCURRENCY",
-            "LOG_LEVEL",
-        }
-    ),
-    metrics=frozenset(
-        {
-            # engine
-            "ascension_grpc_requests_total",
-            "ascension_grpc_request_seconds_bucket",
-            "ascension_actions_applied_total",
-            "ascension_cas_conflicts_total",
-            "ascension_store_seconds_bucket",
-            "ascension_games_created_total",
-            "ascension_games_finished_total",
-            "ascension_games_active",
-            "ascension_ai_moves_enqueued_total",
-            "ascension_ai_seat_wait_seconds",
-            # worker
-            "ascension_worker_moves_total",
-            "ascension_worker_decision_seconds_bucket",
-            "ascension_worker_mcts_iterations_per_second",
-            "ascension_worker_task_failures_total",
-            "ascension_worker_task_retries_total",
-            "ascension_worker_queue_wait_seconds_bucket",
-        }
-    ),
-    histograms=frozenset(
-        {
-            "ascension_grpc_request_seconds_bucket",
-            "ascension_store_seconds_bucket",
-            "ascension_worker_decision_seconds_bucket",
-            "ascension_worker_queue_wait_seconds_bucket",
-        }
-    ),
-    metric_labels={
-        "ascension_grpc_requests_total": frozenset({"method", "code"}),
-        "ascension_grpc_request_seconds_bucket": frozenset({"method", "le"}),
-        "ascension_actions_applied_total": frozenset({"kind"}),
-        "ascension_store_seconds_bucket": frozenset({"op", "le"}),
-        "ascension_worker_moves_total": frozenset({"bot"}),
-        "ascension_worker_decision_seconds_bucket": frozenset({"bot", "le"}),
-        "ascension_worker_queue_wait_seconds_bucket": frozenset({"le"}),
+    engine_options=engine_config.OPTIONS,
+    worker_env=_WORKER_ENV,
+    families=(*_families(Metrics(), "engine"), *_families(worker_metrics, "worker")),
+    engine_defaults={
+        option.env: _format_default(option.default) for option in engine_config.OPTIONS
     },
-    env_defaults={
-        "ENGINE_GRPC_PORT": "50051",
-        "ENGINE_METRICS_PORT": "9100",
-        "ENGINE_GAME_TTL_SECONDS": "86400",
-        "ENGINE_SHUTDOWN_GRACE_SECONDS": "20",
-        "ENGINE_MAX_MESSAGE_BYTES": "4194304",
-        "LOG_LEVEL": "INFO",
-        "ENGINE_ADDRESS": "localhost:50051",
-        "WORKER_METRICS_PORT": "9101",
-    },
+    worker_defaults=_WORKER_DEFAULTS,
 )
+
+
+# What compose and the chart set on every engine: the store and the broker, Celery dispatch
+# and the address the workers reach it at, the sweeper's timing, the shutdown timing, ports.
+DEPLOYED_ENGINE_ENV = frozenset(
+    {
+        "REDIS_URL",
+        "CELERY_BROKER_URL",
+        "ENGINE_AI_DISPATCH",
+        "ENGINE_ADVERTISE_ADDRESS",
+        "ENGINE_AI_SWEEP_SECONDS",
+        "ENGINE_AI_STALL_SECONDS",
+        "ENGINE_GRPC_PORT",
+        "ENGINE_METRICS_PORT",
+        "ENGINE_GAME_TTL_SECONDS",
+        "ENGINE_STREAM_MAXLEN",
+        "ENGINE_MAX_MESSAGE_BYTES",
+        "ENGINE_REDIS_TIMEOUT_SECONDS",
+        "ENGINE_SHUTDOWN_DRAIN_SECONDS",
+        "ENGINE_SHUTDOWN_GRACE_SECONDS",
+        "LOG_LEVEL",
+    }
+)
+DEPLOYED_WORKER_ENV = frozenset(
+    {
+        "CELERY_BROKER_URL",
+        "ENGINE_ADDRESS",
+        "WORKER_METRICS_PORT",
+        "WORKER_CONCURRENCY",
+        "LOG_LEVEL",
+    }
+)
+# Engine variables a deployment sets on purpose to something else than the server's default.
+DEPLOYMENT_CHOICES = frozenset(
+    {"REDIS_URL", "CELERY_BROKER_URL", "ENGINE_AI_DISPATCH", "ENGINE_ADVERTISE_ADDRESS"}
+)
+
+
+def option(env: str) -> engine_config.Option:
+    (found,) = [o for o in engine_config.OPTIONS if o.env == env]
+    return found
+
+
+def engine_settings(env: Mapping[str, str]) -> engine_config.Settings:
+    """What the engine makes of an environment (raises ValueError like the server)."""
+    return engine_config.load(env)
+
+
+def worker_settings(env: Mapping[str, str]) -> worker_config.WorkerConfig:
+    """What `ascension-worker` makes of an environment (raises ValueError like the worker)."""
+    return worker_config.load(env)
+
+
+def recorded_codes() -> frozenset[str]:
+    """Values of the `code` label the engine can record: the codes of its errors plus the
+    literals the service assigns (OK, CANCELLED, ...)."""
+    service = (REPO / "engine_service" / "server" / "service.py").read_text()
+    literals = set(re.findall(r'\bcode = "([A-Z_]+)"', service))
+    literals |= set(re.findall(r'return "([A-Z_]+)", ', service))
+    assert "OK" in literals, "service.py no longer records OK as expected"
+    return frozenset(literals | {code.value for code in Code})
+
+
+def enqueue_reasons() -> frozenset[str]:
+    """Values of the `reason` label of ascension_ai_moves_enqueued_total (the engine exports
+    every one at zero from the start)."""
+    (family,) = [f for f in Metrics().registry.collect() if f.name == "ascension_ai_moves_enqueued"]
+    return frozenset(s.labels["reason"] for s in family.samples if "reason" in s.labels)
+
+
+def rpc_methods() -> frozenset[str]:
+    """Values of the `method` label: the bare RPC names of the Engine service."""
+    from engine_service.api.ascension.v1 import engine_pb2
+
+    service = engine_pb2.DESCRIPTOR.services_by_name["Engine"]
+    return frozenset(method.name for method in service.methods)
+
 
 TARGET_LABELS = frozenset({"job", "instance"})
 
@@ -163,6 +302,15 @@ class PromQLFacts:
     quantiles: tuple[
         tuple[float, frozenset[str]], ...
     ]  # histogram_quantile(q, agg by (labels) ...)
+    matchers: tuple[tuple[str, str, str], ...] = ()  # (label, operator, value)
+
+    def matched_values(self, label: str) -> frozenset[str]:
+        """The label values the matchers on `label` name (regex alternatives split on |)."""
+        values: set[str] = set()
+        for name, _op, value in self.matchers:
+            if name == label:
+                values.update(value.split("|"))
+        return frozenset(values)
 
 
 def promql_facts(expr: str) -> PromQLFacts:
@@ -174,6 +322,7 @@ def promql_facts(expr: str) -> PromQLFacts:
     labels: set[str] = set()
     functions: list[str] = []
     quantiles: list[tuple[float, frozenset[str]]] = []
+    matchers: list[tuple[str, str, str]] = []
 
     def visit(node: Any) -> bool:
         if isinstance(node, promql_parser.VectorSelector):
@@ -183,6 +332,7 @@ def promql_facts(expr: str) -> PromQLFacts:
                     name = matcher.value
                 else:
                     labels.add(matcher.name)
+                    matchers.append((matcher.name, str(matcher.op), matcher.value))
             assert name, f"a selector without a metric name in {expr!r}"
             metrics.add(name)
         elif isinstance(node, promql_parser.AggregateExpr) and node.modifier is not None:
@@ -202,7 +352,13 @@ def promql_facts(expr: str) -> PromQLFacts:
         return True
 
     promql_parser.walk(tree, visit)
-    return PromQLFacts(frozenset(metrics), frozenset(labels), tuple(functions), tuple(quantiles))
+    return PromQLFacts(
+        frozenset(metrics),
+        frozenset(labels),
+        tuple(functions),
+        tuple(quantiles),
+        tuple(matchers),
+    )
 
 
 def check_promql(expr: str, where: str) -> PromQLFacts:

@@ -11,11 +11,22 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
-from tests.deploy.deploy_support import CONTRACT, DEPLOY, REPO, check_command
+from tests.deploy.deploy_support import (
+    CONTRACT,
+    DEPLOY,
+    DEPLOYED_ENGINE_ENV,
+    DEPLOYED_WORKER_ENV,
+    DEPLOYMENT_CHOICES,
+    REPO,
+    check_command,
+    engine_settings,
+    option,
+    worker_settings,
+)
 
 COMPOSE = DEPLOY / "compose.yaml"
 CHECK_JSONSCHEMA = Path(sys.executable).with_name("check-jsonschema")
-APP_SERVICES = {"engine", "worker", "sweeper"}
+APP_SERVICES = {"engine", "worker"}
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +50,12 @@ def duration_seconds(text: str) -> float:
 def default_of(value: str) -> str:
     """The value Compose uses when the variable is unset: ${VAR:-default} -> default."""
     return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value))
+
+
+def environment(compose: dict[str, Any], service: str) -> dict[str, str]:
+    """A service's environment as its process sees it with no variable set on the host."""
+    env = services(compose)[service]["environment"]
+    return {key: default_of(value) for key, value in env.items()}
 
 
 def run_check_jsonschema(path: Path) -> subprocess.CompletedProcess[str]:
@@ -84,12 +101,15 @@ def test_redis_persists_with_aof_and_never_evicts(compose: dict[str, Any]) -> No
     assert redis["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
 
 
-def test_two_engine_replicas_a_worker_and_the_sweeper(compose: dict[str, Any]) -> None:
+def test_two_engine_replicas_a_worker_and_no_sweeper_service(compose: dict[str, Any]) -> None:
     stack = services(compose)
     assert stack["engine"]["deploy"]["replicas"] == 2
+    assert stack["engine"]["command"] == ["ascension-engine", "serve"]
     assert stack["worker"]["command"] == ["ascension-worker", "run"]
-    assert stack["sweeper"]["command"] == ["ascension-worker", "sweeper"]
-    assert {"redis", "engine", "worker", "sweeper", "prometheus", "grafana"} <= set(stack)
+    # The sweeper runs inside every engine replica (ENGINE_AI_SWEEP_SECONDS).
+    assert set(stack) == {"redis", "engine", "worker", "prometheus", "grafana"}
+    for name, service in stack.items():
+        assert "sweeper" not in service.get("command", []), f"{name} runs a separate sweeper"
 
 
 def test_app_services_use_console_scripts(compose: dict[str, Any]) -> None:
@@ -105,9 +125,6 @@ def test_app_services_use_console_scripts(compose: dict[str, Any]) -> None:
         "ascension-worker",
         "check",
     ]
-    assert services(compose)["sweeper"]["healthcheck"] == {"disable": True}, (
-        "the engine health check does not fit the sweeper"
-    )
     assert "healthcheck" not in services(compose)["engine"], (
         "the engine keeps the image's gRPC HEALTHCHECK"
     )
@@ -135,35 +152,51 @@ def test_app_services_are_locked_down(compose: dict[str, Any]) -> None:
 
 
 def test_environment_follows_the_contract(compose: dict[str, Any]) -> None:
-    allowed = {
-        "engine": CONTRACT.engine_env,
-        "worker": CONTRACT.worker_env,
-        "sweeper": CONTRACT.sweeper_env,
-    }
-    for name, names in allowed.items():
+    allowed = {"engine": CONTRACT.engine_env, "worker": CONTRACT.worker_env}
+    required = {"engine": DEPLOYED_ENGINE_ENV, "worker": DEPLOYED_WORKER_ENV}
+    for name in APP_SERVICES:
         env = services(compose)[name]["environment"]
         assert isinstance(env, dict), f"{name}: use the mapping form of environment"
-        assert set(env) <= names, f"{name}: {sorted(set(env) - names)} are not in the contract"
+        assert set(env) <= allowed[name], (
+            f"{name}: {sorted(set(env) - allowed[name])} are not settings of the {name}"
+        )
+        assert required[name] <= set(env), f"{name} lacks {sorted(required[name] - set(env))}"
         for key, value in env.items():
             assert isinstance(value, str), f"{name}: {key} must be a string (quote numbers)"
-    engine = services(compose)["engine"]["environment"]
+    engine = environment(compose, "engine")
     assert engine["REDIS_URL"].startswith("redis://redis:6379/"), (
         "the engine must use the shared Redis"
     )
-    assert (
-        services(compose)["worker"]["environment"]["CELERY_BROKER_URL"]
-        == engine["CELERY_BROKER_URL"]
-    )
+    # Everything else is the server's own default, so the docs' defaults hold in compose.
     for key, value in engine.items():
-        if key in CONTRACT.env_defaults:
-            assert default_of(value) == CONTRACT.env_defaults[key], key
+        if key not in DEPLOYMENT_CHOICES:
+            opt = option(key)
+            assert opt.kind(value) == opt.default, f"{key}={value}, the server says {opt.default}"
+
+
+def test_engine_accepts_its_environment_and_dispatches_to_the_workers(
+    compose: dict[str, Any],
+) -> None:
+    settings = engine_settings(environment(compose, "engine"))  # raises like the server would
+    worker = worker_settings(environment(compose, "worker"))
+    assert settings.ai_dispatch == "celery", "a missing broker must stop the engine"
+    assert settings.dispatch_mode == "celery"
+    assert settings.broker_url == worker.broker_url, "engine and workers share one queue"
+    # The worker connects to the address carried by each move, before its ENGINE_ADDRESS.
+    assert settings.advertise_address == worker.engine_address
+    assert settings.ai_sweep_seconds > 0, "stalled AI moves would never be sent again"
+    assert settings.ai_stall_seconds > 0
 
 
 def test_worker_reaches_the_engine_grpc_port(compose: dict[str, Any]) -> None:
     engine_port = services(compose)["engine"]["environment"]["ENGINE_GRPC_PORT"]
-    for name in ("worker", "sweeper"):
-        host, port = services(compose)[name]["environment"]["ENGINE_ADDRESS"].rsplit(":", 1)
-        assert host == "engine" and port == engine_port, name
+    engine = services(compose)["engine"]["environment"]
+    for address in (
+        services(compose)["worker"]["environment"]["ENGINE_ADDRESS"],
+        engine["ENGINE_ADVERTISE_ADDRESS"],
+    ):
+        host, port = address.rsplit(":", 1)
+        assert host == "engine" and port == engine_port, address
     published = services(compose)["engine"]["ports"][0]
     host_range, container_port = published.rsplit(":", 1)
     first, last = (int(p) for p in host_range.split("-"))
@@ -174,9 +207,15 @@ def test_worker_reaches_the_engine_grpc_port(compose: dict[str, Any]) -> None:
 
 
 def test_engine_stops_gracefully(compose: dict[str, Any]) -> None:
-    engine = services(compose)["engine"]
-    grace = int(engine["environment"]["ENGINE_SHUTDOWN_GRACE_SECONDS"])
-    assert duration_seconds(engine["stop_grace_period"]) > grace
+    settings = engine_settings(environment(compose, "engine"))
+    needed = settings.shutdown_drain_seconds + settings.shutdown_grace_seconds
+    assert duration_seconds(services(compose)["engine"]["stop_grace_period"]) > needed
+
+
+def test_worker_stops_after_its_longest_task(compose: dict[str, Any]) -> None:
+    worker = worker_settings(environment(compose, "worker"))
+    grace = duration_seconds(services(compose)["worker"]["stop_grace_period"])
+    assert grace >= worker.time_limit, "a stopping worker must be able to finish its move"
 
 
 def test_health_dependencies_have_health_checks(compose: dict[str, Any]) -> None:

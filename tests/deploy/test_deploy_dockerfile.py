@@ -8,6 +8,9 @@ real against a gRPC health server.
 from __future__ import annotations
 
 import configparser
+import contextlib
+import importlib
+import io
 import json
 import os
 import re
@@ -200,8 +203,10 @@ def test_defaults_match_the_contract(dockerfile: tuple[dict[str, str], list[Stag
         for item in shlex.split(instruction.arguments):
             key, _, value = item.partition("=")
             env[key] = value
-    for key in ("ENGINE_GRPC_PORT", "ENGINE_METRICS_PORT", "WORKER_METRICS_PORT", "LOG_LEVEL"):
-        assert env[key] == CONTRACT.env_defaults[key], key
+    for key in ("ENGINE_GRPC_PORT", "ENGINE_METRICS_PORT", "LOG_LEVEL"):
+        assert env[key] == CONTRACT.engine_defaults[key], key
+    for key in ("WORKER_METRICS_PORT", "LOG_LEVEL"):
+        assert env[key] == CONTRACT.worker_defaults[key], key
     assert env["PYTHONDONTWRITEBYTECODE"] == "1", "the root filesystem is read-only at run time"
     exposed = {port for expose in final.all("EXPOSE") for port in expose.arguments.split()}
     assert {
@@ -478,6 +483,17 @@ def test_build_context_builds_the_package_with_its_console_scripts_and_card_data
         for name in image_wheel
     )
     assert any(name.endswith(".dist-info/entry_points.txt") for name in image_wheel)
+
+
+@pytest.mark.parametrize("script", sorted(CONTRACT.commands))
+def test_deployed_sub_commands_exist(script: str) -> None:
+    """Every sub-command a deployment runs is one the console script's parser accepts."""
+    module = importlib.import_module(console_scripts()[script].split(":")[0])
+    parser = module.build_parser()
+    for subcommand in CONTRACT.commands[script]:
+        assert parser.parse_args([subcommand]).command == subcommand
+    with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+        parser.parse_args(["no-such-command"])
 
 
 @pytest.mark.parametrize("script", sorted(CONTRACT.commands))

@@ -1,4 +1,5 @@
-"""docs/operations.md documents the contract and the deployment as they are."""
+"""docs/operations.md documents the deployment as it is; the settings and metrics it names
+are read from the code (tests/deploy/deploy_support.py)."""
 
 from __future__ import annotations
 
@@ -8,42 +9,96 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
-from tests.deploy.deploy_support import CHART_DIR, CONTRACT, DEPLOY, REPO
+from tests.deploy.deploy_support import (
+    CHART_DIR,
+    CONTRACT,
+    DEPLOY,
+    DEPLOYED_ENGINE_ENV,
+    DEPLOYED_WORKER_ENV,
+    REPO,
+)
 
 GUIDE = REPO / "docs" / "operations.md"
+CONFIGURATION = REPO / "docs" / "configuration.md"
 
 
 def guide() -> str:
     return str(GUIDE.read_text())
 
 
-def configuration_rows() -> dict[str, list[str]]:
-    """Rows of the table under '## Configuration' keyed by the variable name."""
-    section = guide().split("## Configuration", 1)[1].split("\n### ", 1)[0]
+def section(heading: str) -> str:
+    """The text under a heading, up to the next heading of the same or a higher level."""
+    level = heading.split(" ", 1)[0]
+    text = guide().split(f"\n{heading}\n", 1)[1]
+    stop = re.search(rf"^#{{1,{len(level)}}} ", text, flags=re.M)
+    return text[: stop.start()] if stop else text
+
+
+def table_rows(text: str) -> dict[str, list[str]]:
+    """Rows of the tables in a text whose first cell is one `name`, keyed by that name."""
     rows = {}
-    for line in section.splitlines():
-        match = re.match(r"^\|\s*`([A-Z_]+)`\s*\|(.*)\|\s*$", line)
+    for line in text.splitlines():
+        match = re.match(r"^\|\s*`([A-Za-z_]+)`\s*\|(.*)\|\s*$", line)
         if match:
             rows[match.group(1)] = [cell.strip() for cell in match.group(2).split("|")]
     return rows
 
 
-def test_every_environment_variable_is_in_the_configuration_table() -> None:
-    rows = configuration_rows()
-    expected = CONTRACT.engine_env | CONTRACT.worker_env
-    assert set(rows) == expected, (
-        f"missing {sorted(expected - set(rows))}, unknown {sorted(set(rows) - expected)}"
+def test_engine_configuration_is_linked_not_repeated() -> None:
+    """docs/configuration.md is the one table of the engine's settings."""
+    configuration = section("## Configuration")
+    assert "](configuration.md)" in configuration
+    engine_only = CONTRACT.engine_env - CONTRACT.worker_env
+    for heading in (
+        "### What a deployment sets on the engine",
+        "### AI worker (`ascension-worker`)",
+    ):
+        assert not set(table_rows(section(heading))) & engine_only, heading
+    documented = set(table_rows(CONFIGURATION.read_text()))
+    missing = CONTRACT.engine_env - documented
+    assert not missing, f"docs/configuration.md, linked as the full table, lacks {sorted(missing)}"
+
+
+def test_worker_settings_table_matches_the_worker() -> None:
+    rows = table_rows(section("### AI worker (`ascension-worker`)"))
+    assert set(rows) == CONTRACT.worker_env, (
+        f"missing {sorted(CONTRACT.worker_env - set(rows))}, "
+        f"unknown {sorted(set(rows) - CONTRACT.worker_env)}"
     )
-    for name, default in CONTRACT.env_defaults.items():
-        assert f"`{default}`" in rows[name][1], (
-            f"{name}: the table does not give the default {default}"
+    for name, default in CONTRACT.worker_defaults.items():
+        assert rows[name][0] == f"`{default}`", f"{name}: the worker's default is {default}"
+
+
+def test_where_each_variable_comes_from_matches_compose() -> None:
+    rows = table_rows(section("### Where each variable comes from"))
+    deployed = DEPLOYED_ENGINE_ENV | DEPLOYED_WORKER_ENV
+    assert set(rows) == deployed, (
+        f"missing {sorted(deployed - set(rows))}, unknown {sorted(set(rows) - deployed)}"
+    )
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    for name, (compose_cell, helm_cell) in rows.items():
+        service = "engine" if name in compose["engine"]["environment"] else "worker"
+        value = compose[service]["environment"][name]
+        assert f"`{value}`" in compose_cell, f"{name}: compose sets {value}"
+        assert "`" in helm_cell, f"{name}: no Helm value named"
+
+
+def metric_rows() -> dict[str, list[str]]:
+    return table_rows(section("### Metrics"))
+
+
+def test_every_metric_is_documented_with_its_type_and_labels() -> None:
+    rows = metric_rows()
+    expected = {family.documented_name: family for family in CONTRACT.families}
+    assert set(rows) == set(expected), (
+        f"missing {sorted(set(expected) - set(rows))}, unknown {sorted(set(rows) - set(expected))}"
+    )
+    for name, (kind, labels, _meaning) in rows.items():
+        family = expected[name]
+        assert kind == family.type, f"{name} is a {family.type}"
+        assert set(re.findall(r"`(\w+)`", labels)) == family.labels, (
+            f"{name} has the labels {sorted(family.labels)}"
         )
-
-
-def test_every_metric_is_documented() -> None:
-    text = guide()
-    for metric in CONTRACT.metrics:
-        assert f"`{metric}`" in text, metric
 
 
 def test_every_alert_is_documented() -> None:

@@ -25,8 +25,14 @@ from tests.deploy.deploy_support import (
     CHART_DIR,
     CONTRACT,
     DEPLOY,
+    DEPLOYED_ENGINE_ENV,
+    DEPLOYED_WORKER_ENV,
+    DEPLOYMENT_CHOICES,
     KUBE_VERSION,
+    engine_settings,
     load_yaml_documents,
+    option,
+    worker_settings,
 )
 
 helm_python.disable_logging()
@@ -74,10 +80,15 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "broker-secret": {"broker": {"existingSecret": "games-broker", "existingSecretKey": "amqp"}},
     "redis-ephemeral": {"redis": {"persistence": {"enabled": False}}},
     "redis-storage-class": {"redis": {"persistence": {"storageClass": "fast-ssd", "size": "20Gi"}}},
-    "no-sweeper": {"sweeper": {"enabled": False}},
+    "sweep-disabled": {"engine": {"aiSweepSeconds": 0}},
+    "sweep-tuned": {"engine": {"aiSweepSeconds": 7.5, "aiStallSeconds": 240}},
+    "local-ai": {"engine": {"aiDispatch": "local"}},
+    "advertise-address": {"engine": {"advertiseAddress": "engine.games.example.com:443"}},
+    "worker-engine-address": {"worker": {"engineAddress": "games-engine.games.svc:50051"}},
     "no-headless": {"engine": {"headlessService": {"enabled": False}}},
     "no-prestop": {"engine": {"preStopSleepSeconds": 0}},
     "long-shutdown-grace": {"engine": {"shutdownGraceSeconds": 90}},
+    "fractional-shutdown": {"engine": {"shutdownDrainSeconds": 12.5, "shutdownGraceSeconds": 45.5}},
     "explicit-termination-grace": {"engine": {"terminationGracePeriodSeconds": 120}},
     "existing-service-account": {"serviceAccount": {"create": False, "name": "games-sa"}},
     "scheduling": {
@@ -407,9 +418,39 @@ def test_commands_are_console_scripts(scenario: str, check_command: Any) -> None
                     )
     assert ("ascension-engine", "serve") in seen
     assert ("ascension-worker", "run") in seen
-    assert (("ascension-worker", "sweeper") in seen) == merged_values(scenario)["sweeper"][
-        "enabled"
-    ]
+    assert ("ascension-worker", "sweeper") not in seen
+
+
+@scenario_names
+def test_no_sweeper_workload(scenario: str) -> None:
+    """The sweeper runs inside every engine replica: the chart has no workload of its own."""
+    docs = manifests(scenario)
+    components = sorted(
+        doc["metadata"]["labels"]["app.kubernetes.io/component"]
+        for doc in docs
+        if doc["kind"] in {"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"}
+    )
+    redis = ["redis"] if merged_values(scenario)["redis"]["enabled"] else []
+    assert components == sorted(["engine", "worker", *redis])
+    assert not any("sweeper" in doc["metadata"]["name"] for doc in docs)
+
+
+def container(docs: list[dict[str, Any]], component: str) -> dict[str, Any]:
+    spec = one(docs, "Deployment", component)["spec"]["template"]["spec"]
+    found: dict[str, Any] = spec["containers"][0]
+    return found
+
+
+def resolved_env(docs: list[dict[str, Any]], component: str) -> dict[str, str]:
+    """The container's environment as the process sees it (Secret refs: a broker URL)."""
+    env = {}
+    for name, item in env_of(container(docs, component)).items():
+        if "valueFrom" in item:
+            assert "secretKeyRef" in item["valueFrom"], f"{component}: {name}"
+            env[name] = "redis://secret.example:6379/0"
+        else:
+            env[name] = item["value"]
+    return env
 
 
 @scenario_names
@@ -420,39 +461,13 @@ def test_environment_follows_the_contract(scenario: str) -> None:
     existing = {values["externalRedis"]["existingSecret"], values["broker"]["existingSecret"]} - {
         ""
     }
-    allowed = {
-        "engine": CONTRACT.engine_env,
-        "worker": CONTRACT.worker_env,
-        "sweeper": CONTRACT.sweeper_env,
-    }
-    required = {
-        "engine": {
-            "REDIS_URL",
-            "CELERY_BROKER_URL",
-            "ENGINE_GRPC_PORT",
-            "ENGINE_METRICS_PORT",
-            "ENGINE_SHUTDOWN_GRACE_SECONDS",
-            "ENGINE_GAME_TTL_SECONDS",
-            "ENGINE_MAX_MESSAGE_BYTES",
-            "LOG_LEVEL",
-        },
-        "worker": {
-            "CELERY_BROKER_URL",
-            "ENGINE_ADDRESS",
-            "WORKER_METRICS_PORT",
-            "WORKER_CONCURRENCY",
-            "LOG_LEVEL",
-        },
-        "sweeper": {"REDIS_URL", "CELERY_BROKER_URL", "ENGINE_ADDRESS", "LOG_LEVEL"},
-    }
-    for component in ("engine", "worker", "sweeper"):
-        if component == "sweeper" and not values["sweeper"]["enabled"]:
-            continue
-        container = one(docs, "Deployment", component)["spec"]["template"]["spec"]["containers"][0]
-        env = env_of(container)
+    allowed = {"engine": CONTRACT.engine_env, "worker": CONTRACT.worker_env}
+    required = {"engine": DEPLOYED_ENGINE_ENV, "worker": DEPLOYED_WORKER_ENV}
+    for component in ("engine", "worker"):
+        env = env_of(container(docs, component))
         extra = {item["name"] for item in values[component].get("extraEnv", [])}
         assert set(env) - extra <= allowed[component], (
-            f"{component}: {set(env) - extra - allowed[component]}"
+            f"{component}: {set(env) - extra - allowed[component]} are not its settings"
         )
         assert required[component] <= set(env), (
             f"{component} lacks {required[component] - set(env)}"
@@ -474,6 +489,40 @@ def test_environment_follows_the_contract(scenario: str) -> None:
                 )
 
 
+@scenario_names
+def test_engine_and_workers_accept_their_environment(scenario: str) -> None:
+    """The rendered environment, read by the server's and the worker's own settings code."""
+    docs = manifests(scenario)
+    values = merged_values(scenario)["engine"]
+    settings = engine_settings(resolved_env(docs, "engine"))  # raises like the server would
+    worker = worker_settings(resolved_env(docs, "worker"))
+    assert settings.ai_dispatch == values["aiDispatch"]
+    if values["aiDispatch"] in {"celery", "auto"}:
+        assert settings.dispatch_mode == "celery"
+    assert settings.ai_sweep_seconds == values["aiSweepSeconds"]
+    assert settings.ai_stall_seconds == values["aiStallSeconds"]
+    assert settings.shutdown_drain_seconds == values["shutdownDrainSeconds"]
+    assert settings.shutdown_grace_seconds == values["shutdownGraceSeconds"]
+    # Workers connect to the address in each move (it wins over their ENGINE_ADDRESS).
+    assert settings.advertise_address == (values["advertiseAddress"] or worker.engine_address)
+    assert not settings.advertise_address.startswith(("127.", "localhost"))
+
+
+def test_chart_defaults_are_the_servers_defaults() -> None:
+    """Apart from the deployment's own choices, the chart passes the server's defaults, so
+    docs/configuration.md describes a default install."""
+    docs = manifests("defaults")
+    engine = resolved_env(docs, "engine")
+    for key, value in engine.items():
+        if key not in DEPLOYMENT_CHOICES and key != "LOG_LEVEL":
+            opt = option(key)
+            assert opt.kind(value) == opt.default, f"{key}={value}, the server says {opt.default}"
+    assert engine["LOG_LEVEL"] == CONTRACT.engine_defaults["LOG_LEVEL"]
+    worker = resolved_env(docs, "worker")
+    assert worker["WORKER_METRICS_PORT"] == CONTRACT.worker_defaults["WORKER_METRICS_PORT"]
+    assert engine["ENGINE_AI_DISPATCH"] == "celery"
+
+
 def test_environment_values_come_from_values() -> None:
     values = {
         "logLevel": "DEBUG",
@@ -481,23 +530,37 @@ def test_environment_values_come_from_values() -> None:
             "grpcPort": 6000,
             "metricsPort": 6001,
             "gameTtlSeconds": 600,
+            "streamMaxlen": 2_000_000,
             "maxMessageBytes": 8388608,
+            "redisTimeoutSeconds": 2.5,
+            "aiSweepSeconds": 10,
+            "aiStallSeconds": 45,
+            "shutdownDrainSeconds": 3,
+            "shutdownGraceSeconds": 30,
         },
         "worker": {"concurrency": 7, "metricsPort": 6002},
     }
     docs = render_docs(values)
-    engine = env_of(one(docs, "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0])
-    worker = env_of(one(docs, "Deployment", "worker")["spec"]["template"]["spec"]["containers"][0])
-    assert engine["ENGINE_GRPC_PORT"]["value"] == "6000"
-    assert engine["ENGINE_METRICS_PORT"]["value"] == "6001"
-    assert engine["ENGINE_GAME_TTL_SECONDS"]["value"] == "600"
-    assert engine["ENGINE_MAX_MESSAGE_BYTES"]["value"] == "8388608"
-    assert engine["LOG_LEVEL"]["value"] == "DEBUG"
-    assert worker["WORKER_CONCURRENCY"]["value"] == "7"
-    assert worker["WORKER_METRICS_PORT"]["value"] == "6002"
-    assert worker["ENGINE_ADDRESS"]["value"].endswith("-engine-headless:6000")
-    engine_spec = one(docs, "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0]
-    assert engine_spec["readinessProbe"]["grpc"]["port"] == 6000
+    engine = resolved_env(docs, "engine")
+    worker = resolved_env(docs, "worker")
+    assert engine["ENGINE_GRPC_PORT"] == "6000"
+    assert engine["ENGINE_METRICS_PORT"] == "6001"
+    assert engine["ENGINE_GAME_TTL_SECONDS"] == "600"
+    assert engine["ENGINE_STREAM_MAXLEN"] == "2000000", "no exponent notation for big numbers"
+    assert engine["ENGINE_MAX_MESSAGE_BYTES"] == "8388608"
+    assert engine["ENGINE_REDIS_TIMEOUT_SECONDS"] == "2.5"
+    assert engine["ENGINE_AI_SWEEP_SECONDS"] == "10"
+    assert engine["ENGINE_AI_STALL_SECONDS"] == "45"
+    assert engine["ENGINE_SHUTDOWN_DRAIN_SECONDS"] == "3"
+    assert engine["ENGINE_SHUTDOWN_GRACE_SECONDS"] == "30"
+    assert engine["LOG_LEVEL"] == "DEBUG"
+    assert engine["ENGINE_ADVERTISE_ADDRESS"].endswith("-engine-headless:6000")
+    assert worker["WORKER_CONCURRENCY"] == "7"
+    assert worker["WORKER_METRICS_PORT"] == "6002"
+    assert worker["ENGINE_ADDRESS"].endswith("-engine-headless:6000")
+    assert container(docs, "engine")["readinessProbe"]["grpc"]["port"] == 6000
+    engine_config = engine_settings(engine)
+    assert engine_config.grpc_port == 6000 and engine_config.stream_maxlen == 2_000_000
 
 
 @scenario_names
@@ -524,18 +587,40 @@ def test_worker_liveness_is_the_celery_ping_exec_probe(scenario: str) -> None:
 
 
 @scenario_names
-def test_termination_grace_outlasts_the_server_shutdown_grace(scenario: str) -> None:
-    spec = one(manifests(scenario), "Deployment", "engine")["spec"]["template"]["spec"]
-    container = spec["containers"][0]
-    shutdown = int(env_of(container)["ENGINE_SHUTDOWN_GRACE_SECONDS"]["value"])
-    pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
-    assert spec["terminationGracePeriodSeconds"] > shutdown + pre_stop
-    assert shutdown == merged_values(scenario)["engine"]["shutdownGraceSeconds"]
+def test_termination_grace_outlasts_the_server_shutdown(scenario: str) -> None:
+    docs = manifests(scenario)
+    spec = one(docs, "Deployment", "engine")["spec"]["template"]["spec"]
+    settings = engine_settings(resolved_env(docs, "engine"))
+    pre_stop = (
+        spec["containers"][0]
+        .get("lifecycle", {})
+        .get("preStop", {})
+        .get("sleep", {})
+        .get("seconds", 0)
+    )
+    # preStop, then SIGTERM: health NOT_SERVING for the drain, then the grace for calls.
+    needed = pre_stop + settings.shutdown_drain_seconds + settings.shutdown_grace_seconds
+    assert spec["terminationGracePeriodSeconds"] > needed
 
 
 def test_too_short_termination_grace_is_refused() -> None:
+    # 5 s preStop + 2 s drain + 20 s grace
     with pytest.raises(helm_python.HelmRenderError, match="terminationGracePeriodSeconds"):
-        render({"engine": {"terminationGracePeriodSeconds": 25}})  # 5 s preStop + 20 s grace
+        render({"engine": {"terminationGracePeriodSeconds": 27}})
+    docs = render_docs({"engine": {"terminationGracePeriodSeconds": 28}})
+    assert (
+        one(docs, "Deployment", "engine")["spec"]["template"]["spec"][
+            "terminationGracePeriodSeconds"
+        ]
+        == 28
+    )
+
+
+def test_worker_termination_grace_outlasts_its_longest_task() -> None:
+    docs = manifests("defaults")
+    spec = one(docs, "Deployment", "worker")["spec"]["template"]["spec"]
+    worker = worker_settings(resolved_env(docs, "worker"))
+    assert spec["terminationGracePeriodSeconds"] >= worker.time_limit
 
 
 # ---------------------------------------------------------------------------
@@ -618,9 +703,9 @@ def test_engine_services_plain_and_headless(scenario: str) -> None:
         one(docs, "Deployment", "worker")["spec"]["template"]["spec"]["containers"][0]
     )
     target = (headless or plain)[0]
-    assert (
-        worker_env["ENGINE_ADDRESS"]["value"]
-        == f"{target['metadata']['name']}:{values['engine']['grpcPort']}"
+    default_address = f"{target['metadata']['name']}:{values['engine']['grpcPort']}"
+    assert worker_env["ENGINE_ADDRESS"]["value"] == (
+        values["worker"]["engineAddress"] or default_address
     )
     if headless:
         assert headless[0]["spec"]["publishNotReadyAddresses"] is False
@@ -947,7 +1032,16 @@ BAD_VALUES = [
     pytest.param({"engine": {"replicaCount": "three"}}, "replicaCount", id="wrong-type-string"),
     pytest.param({"engine": {"grpcPort": 70000}}, "grpcPort", id="port-out-of-range"),
     pytest.param({"worker": {"concurrency": 0}}, "concurrency", id="zero-concurrency"),
-    pytest.param({"sweeper": {"enabled": "yes"}}, "enabled", id="wrong-type-bool"),
+    pytest.param(
+        {"engine": {"headlessService": {"enabled": "yes"}}}, "enabled", id="wrong-type-bool"
+    ),
+    pytest.param({"sweeper": {"enabled": True}}, "sweeper", id="no-separate-sweeper"),
+    pytest.param({"engine": {"aiDispatch": "threads"}}, "aiDispatch", id="bad-dispatch"),
+    pytest.param({"engine": {"aiSweepSeconds": -1}}, "aiSweepSeconds", id="negative-sweep"),
+    pytest.param({"engine": {"aiStallSeconds": 0}}, "aiStallSeconds", id="zero-stall"),
+    pytest.param(
+        {"engine": {"shutdownDrainSeconds": "2s"}}, "shutdownDrainSeconds", id="drain-not-a-number"
+    ),
     pytest.param({"logLevel": "LOUD"}, "logLevel", id="bad-enum"),
     pytest.param({"engine": {"resources": {"limits": {"cpu": "lots"}}}}, "cpu", id="bad-quantity"),
     pytest.param(

@@ -1,7 +1,9 @@
 """Prometheus alert rules and scrape config, Grafana provisioning and dashboard.
 
 Every PromQL expression is parsed with a real PromQL parser (promql-parser) and
-may only use the metric names, and the labels of those metrics, of the contract.
+may only use the metric names, and the labels of those metrics, that the engine
+and the worker register (read from their metrics modules), with label values
+they record.
 """
 
 from __future__ import annotations
@@ -13,7 +15,19 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
-from tests.deploy.deploy_support import CONTRACT, DEPLOY, check_promql, promql_facts
+from ai_workers import runner
+from ai_workers.bots.registry import BUILTINS
+from tests.deploy.deploy_support import (
+    CONTRACT,
+    DEPLOY,
+    SERVER_SIDE_CODES,
+    PromQLFacts,
+    check_promql,
+    enqueue_reasons,
+    promql_facts,
+    recorded_codes,
+    rpc_methods,
+)
 
 ALERTS = DEPLOY / "prometheus" / "alerts.yaml"
 PROMETHEUS_CONFIG = DEPLOY / "prometheus" / "prometheus.yml"
@@ -30,7 +44,29 @@ TOPICS = {
     "AI queue wait": "ascension_worker_queue_wait_seconds_bucket",
     "AI decision time": "ascension_worker_decision_seconds_bucket",
     "stalled games": "ascension_ai_seat_wait_seconds",
+    "AI moves not consumed": "ascension_worker_move_outcomes_total",
 }
+ALERTS_TEST = DEPLOY / "prometheus" / "alerts_test.yaml"
+
+
+def recorded_label_values() -> dict[str, frozenset[str]]:
+    """The values the code records for the labels the rules and their tests match on."""
+    return {
+        "method": rpc_methods(),
+        "code": recorded_codes(),
+        "reason": enqueue_reasons(),
+        "outcome": frozenset(
+            {runner.PLAYED, runner.STALE, runner.LOST_RACE, runner.REPLAYED, runner.GONE}
+        ),
+        "bot": frozenset(BUILTINS),
+    }
+
+
+def check_label_values(facts: PromQLFacts, where: str) -> None:
+    known = recorded_label_values()
+    for label, values in known.items():
+        unknown = facts.matched_values(label) - values
+        assert not unknown, f"{where}: {label} values {sorted(unknown)} are never recorded"
 
 
 def alert_rules() -> list[dict[str, Any]]:
@@ -75,6 +111,7 @@ def test_alerts_file_structure() -> None:
 @pytest.mark.parametrize("rule", alert_rules(), ids=lambda rule: rule["alert"])
 def test_alert_expression_uses_contract_metrics(rule: dict[str, Any]) -> None:
     facts = check_promql(rule["expr"], rule["alert"])
+    check_label_values(facts, rule["alert"])
     # Annotations may only name labels the expression keeps.
     used = set(re.findall(r"\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)", json.dumps(rule["annotations"])))
     assert used <= facts.labels, f"{rule['alert']}: annotations use {sorted(used - facts.labels)}"
@@ -103,6 +140,51 @@ def test_alerts_cover_every_topic() -> None:
     assert any("code" in promql_facts(r["expr"]).labels for r in errors), (
         "error-rate alert does not look at codes"
     )
+
+
+def server_error_selectors() -> list[tuple[str, PromQLFacts]]:
+    """Every alert and dashboard query that selects requests by `code`."""
+    found = [(r["alert"], promql_facts(r["expr"])) for r in alert_rules()]
+    for panel in dashboard_panels():
+        for target in panel["targets"]:
+            found.append((panel["title"], promql_facts(grafana_to_promql(target["expr"]))))
+    return [(where, facts) for where, facts in found if facts.matched_values("code")]
+
+
+def test_server_error_codes_are_the_ones_the_server_records() -> None:
+    """The error rate counts exactly the server-side codes the engine can answer with."""
+    assert recorded_codes() >= SERVER_SIDE_CODES
+    selectors = server_error_selectors()
+    assert len(selectors) >= 3, "the alert and the dashboard's error panels"
+    for where, facts in selectors:
+        assert facts.matched_values("code") == SERVER_SIDE_CODES, where
+
+
+def test_stalled_game_alert_leaves_the_sweeper_time_to_act() -> None:
+    """The engine re-dispatches a move after ENGINE_AI_STALL_SECONDS (checked every
+    ENGINE_AI_SWEEP_SECONDS): the alert must wait for that to have failed."""
+    (rule,) = [r for r in alert_rules() if r["alert"] == "AscensionGamesStalled"]
+    match = re.fullmatch(r"max\(ascension_ai_seat_wait_seconds\) > (\d+)", rule["expr"].strip())
+    assert match, rule["expr"]
+    stall = float(CONTRACT.engine_defaults["ENGINE_AI_STALL_SECONDS"])
+    sweep = float(CONTRACT.engine_defaults["ENGINE_AI_SWEEP_SECONDS"])
+    assert int(match.group(1)) > stall + sweep
+
+
+def alert_test_series() -> list[tuple[str, str]]:
+    tests = yaml.safe_load(ALERTS_TEST.read_text())
+    return [
+        (test["name"], series["series"])
+        for test in tests["tests"]
+        for series in test.get("input_series", [])
+    ]
+
+
+@pytest.mark.parametrize(("name", "series"), alert_test_series())
+def test_alert_unit_tests_use_real_series(name: str, series: str) -> None:
+    """The promtool tests feed series the engine and the worker really export."""
+    facts = check_promql(series, name)
+    check_label_values(facts, name)
 
 
 @pytest.mark.parametrize(
@@ -134,8 +216,8 @@ def test_prometheus_config_loads_the_alerts_and_scrapes_engine_and_workers() -> 
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
     assert len(jobs) == len(config["scrape_configs"]), "duplicate job names"
     expected = {
-        "ascension-engine": ("engine", int(CONTRACT.env_defaults["ENGINE_METRICS_PORT"])),
-        "ascension-worker": ("worker", int(CONTRACT.env_defaults["WORKER_METRICS_PORT"])),
+        "ascension-engine": ("engine", int(CONTRACT.engine_defaults["ENGINE_METRICS_PORT"])),
+        "ascension-worker": ("worker", int(CONTRACT.worker_defaults["WORKER_METRICS_PORT"])),
     }
     for job_name, (service, port) in expected.items():
         (sd,) = jobs[job_name]["dns_sd_configs"]
@@ -194,6 +276,7 @@ def test_dashboard_queries_use_contract_metrics(panel: dict[str, Any]) -> None:
         facts = check_promql(
             grafana_to_promql(target["expr"]), f"{panel['title']}/{target['refId']}"
         )
+        check_label_values(facts, f"{panel['title']}/{target['refId']}")
         legend_labels = set(
             re.findall(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}", target.get("legendFormat", ""))
         )
@@ -208,9 +291,9 @@ def test_dashboard_covers_every_topic_and_every_metric() -> None:
         for target in panel["targets"]:
             used |= promql_facts(grafana_to_promql(target["expr"])).metrics
     assert set(TOPICS.values()) <= used
-    assert used == set(CONTRACT.metrics), (
-        f"metrics not shown: {sorted(set(CONTRACT.metrics) - used)}"
-    )
+    shown = {CONTRACT.family_of(series).name for series in used}
+    missing = {family.name for family in CONTRACT.families} - shown
+    assert not missing, f"metrics not shown: {sorted(missing)}"
 
 
 def test_grafana_provisioning() -> None:

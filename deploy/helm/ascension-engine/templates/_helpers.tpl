@@ -176,7 +176,7 @@ Environment shared by every component: the store and broker URLs and LOG_LEVEL.
 {{- end }}
 
 {{/*
-ENGINE_ADDRESS for workers and the sweeper.
+ENGINE_ADDRESS of the workers.
 */}}
 {{- define "ascension-engine.engineAddress" -}}
 {{- if .Values.worker.engineAddress }}
@@ -189,15 +189,26 @@ ENGINE_ADDRESS for workers and the sweeper.
 {{- end }}
 
 {{/*
-Termination grace of engine pods: longer than the pre-stop pause plus the
-server's own shutdown grace, so SIGKILL never cuts a graceful stop short.
+ENGINE_ADVERTISE_ADDRESS of the engine: the address put in every AI move, which the
+workers connect to (it wins over their ENGINE_ADDRESS). Defaults to the workers' address.
+*/}}
+{{- define "ascension-engine.advertiseAddress" -}}
+{{- .Values.engine.advertiseAddress | default (include "ascension-engine.engineAddress" .) }}
+{{- end }}
+
+{{/*
+Termination grace of engine pods: longer than the pre-stop pause plus the server's own
+shutdown (health NOT_SERVING for the drain, then the grace for in-flight calls), so
+SIGKILL never cuts a graceful stop short.
 */}}
 {{- define "ascension-engine.engineTerminationGrace" -}}
-{{- $needed := add (int .Values.engine.preStopSleepSeconds) (int .Values.engine.shutdownGraceSeconds) }}
+{{- $drain := int (ceil .Values.engine.shutdownDrainSeconds) }}
+{{- $grace := int (ceil .Values.engine.shutdownGraceSeconds) }}
+{{- $needed := add (int .Values.engine.preStopSleepSeconds) $drain $grace }}
 {{- if kindIs "invalid" .Values.engine.terminationGracePeriodSeconds }}
 {{- add $needed 10 }}
 {{- else if le (int .Values.engine.terminationGracePeriodSeconds) (int $needed) }}
-{{- fail (printf "engine.terminationGracePeriodSeconds (%d) must be longer than engine.preStopSleepSeconds + engine.shutdownGraceSeconds (%d)" (int .Values.engine.terminationGracePeriodSeconds) (int $needed)) }}
+{{- fail (printf "engine.terminationGracePeriodSeconds (%d) must be longer than engine.preStopSleepSeconds + engine.shutdownDrainSeconds + engine.shutdownGraceSeconds (%d)" (int .Values.engine.terminationGracePeriodSeconds) (int $needed)) }}
 {{- else }}
 {{- int .Values.engine.terminationGracePeriodSeconds }}
 {{- end }}
