@@ -164,6 +164,16 @@ def describe_event(s: State, e: tuple[Any, ...]) -> str:
         return "The Honor pool is empty: the game ends at the end of this round"
     if k == "game_over":
         return "The game is over"
+    if k == "raid_no_target":
+        return f"{who} had no enemy ship with Treasure to Raid"
+    if k == "reshuffle":
+        return f"{who} shuffled their discard pile into their deck"
+    if k == "skip":
+        return f"{who} declined ({A.DECISION_NAMES.get(e[2], 'a choice')})"
+    if k == "void_reshuffled":
+        return "The Void was shuffled into the center deck"
+    if k == "bag_empty":
+        return f"The Treasure Bag is empty: {who} took no coin"
     if k == "coins_flipped":
         return f"{who} turned two {L.RESOURCE_NAMES[e[2]]} coins face down"
-    return " ".join(str(x) for x in e)
+    raise ValueError(f"unknown event {k!r}")
