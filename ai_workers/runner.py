@@ -45,7 +45,7 @@ def _settings(bot: Any, game_id: str, seat: int) -> BotSettings:
         return BotSettings.from_payload(raw)
     except BotSettingsError as e:
         log.error("game %s seat %s: bad bot settings (%s); the heuristic plays", game_id, seat, e)
-        return BotSettings(name="heuristic", seed=int(raw.get("seed", 0) or 0) % 2**63)
+        return BotSettings(name="heuristic", seed=int(raw.get("seed", 0) or 0) % 2**64)
 
 
 def _done(outcome: str) -> str:

@@ -1,9 +1,16 @@
-"""How good a position is for each seat: Honor now plus what the deck will still earn.
+"""How good a position is for each seat: a win probability fitted to self-play.
 
-A seat's value (in resource units, see ``knowledge``) is its Honor so far, plus the turns it
-has left times what its deck yields per turn (average play value of its cards times five, the
-Constructs and Ongoing cards in play), plus its Crew. The reward of a seat is its value's lead
-over the best other seat, squashed to [0, 1]; a finished game is scored by who won.
+Each seat gets a linear score of its Honor so far, the average play value of its deck, the
+per-turn value of its Constructs and Ongoing cards, its Crew and its deck size, with weights
+that move linearly from the start of the game (Honor pool full) to its end (pool empty). A
+seat's reward is the logistic of its lead over the strongest other seat, plus a small bonus
+when it is the next to play: a probability of winning in [0, 1]. A finished game is scored by
+who won (and a little by the margin).
+
+The weights are a logistic regression of the winner on these features, measured at the end of
+every turn of ~3,000 heuristic self-play games (``python -m ai_workers.bots.fit_eval``):
+Honor weighs twice as much at the end as at the start, deck quality and Constructs the other
+way round.
 """
 
 from __future__ import annotations
@@ -11,13 +18,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ai_workers.bots.knowledge import CREW_R, HONOR_R, Knowledge
+from ai_workers.bots.knowledge import Knowledge
 from engine_service.rules.scoring import end_text_honor, winner
 from engine_service.rules.state import State
 
-ECON_W = 0.6  # resources produced in future turns, discounted (waste, diminishing use)
+ECON_W = 0.6  # the policy: future resources, discounted (waste, diminishing use)
 TOKENS_PER_TURN = 2.0  # Honor tokens a seat takes from the pool per turn, on average
-SCALE_HONOR = 6.0  # a lead of this many Honor is worth a reward of ~0.73
+SCALE_HONOR = 6.0  # a finished game's margin: a lead of 6 Honor is worth ~0.73
 WIN_WEIGHT = 0.8  # at the end of the game: 0.8 for the win plus 0.2 for the margin
 
 
@@ -73,34 +80,67 @@ def turns_left(s: State) -> list[float]:
     return [rounds] * n
 
 
-def seat_value(s: State, q: int, st: SeatStats, rem: float) -> float:
-    per_turn = 5.0 * st.avg_play + st.turn_sum
-    return HONOR_R * st.honor + ECON_W * rem * per_turn + CREW_R * min(s.crew[q], 9)
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """Logits per unit of each feature's difference; ``*_start`` at a full Honor pool,
+    ``*_end`` at an empty one (linear in between)."""
+
+    honor_start: float = 0.1066
+    honor_end: float = 0.2237
+    avg_play_start: float = 0.4874
+    avg_play_end: float = 1.86
+    turn_start: float = 0.6631
+    turn_end: float = 0.1919
+    crew: float = 0.1327
+    size: float = -0.0418
+    next_to_play: float = 0.3379
 
 
-def _squash(lead_r: float) -> float:
-    x = lead_r / (HONOR_R * SCALE_HONOR)
-    if x < -30:
+WEIGHTS = Weights()
+
+
+def pool_left(s: State) -> float:
+    """Fraction of the Honor pool still in it: 1 at the start, 0 once it is empty."""
+    if s.ending or s.over:
         return 0.0
-    return 1.0 / (1.0 + math.exp(-x))
+    return max(0.0, min(1.0, s.pool / s.config.honor_pool))
+
+
+def scores_linear(s: State, stats: list[SeatStats], w: Weights = WEIGHTS) -> list[float]:
+    f = pool_left(s)
+    g = 1.0 - f
+    wh = w.honor_start * f + w.honor_end * g
+    wa = w.avg_play_start * f + w.avg_play_end * g
+    wt = w.turn_start * f + w.turn_end * g
+    out = []
+    for q, st in enumerate(stats):
+        u = wh * st.honor + wa * st.avg_play + wt * st.turn_sum
+        u += w.crew * min(s.crew[q], 9) + w.size * st.size
+        if q == s.active:
+            u += w.next_to_play
+        out.append(u)
+    return out
+
+
+def _sigmoid(z: float) -> float:
+    if z < -30:
+        return 0.0
+    if z > 30:
+        return 1.0
+    return 1.0 / (1.0 + math.exp(-z))
 
 
 def evaluate(s: State, K: Knowledge) -> list[float]:
-    """Rewards in [0, 1], one per seat."""
+    """Rewards in [0, 1], one per seat: the chance of winning from here."""
     n = s.n
-    rem = turns_left(s)
     stats = [seat_stats(s, q, K) for q in range(n)]
     if s.over:
-        vals = [HONOR_R * st.honor for st in stats]
         w = winner(s)
-    else:
-        vals = [seat_value(s, q, stats[q], rem[q]) for q in range(n)]
-        w = -1
-    out = []
-    for q in range(n):
-        best_other = max(vals[o] for o in range(n) if o != q)
-        r = _squash(vals[q] - best_other)
-        if w >= 0:
-            r = WIN_WEIGHT * (q == w) + (1.0 - WIN_WEIGHT) * r
-        out.append(r)
-    return out
+        honor = [st.honor for st in stats]
+        out = []
+        for q in range(n):
+            lead = honor[q] - max(honor[o] for o in range(n) if o != q)
+            out.append(WIN_WEIGHT * (q == w) + (1.0 - WIN_WEIGHT) * _sigmoid(lead / SCALE_HONOR))
+        return out
+    u = scores_linear(s, stats)
+    return [_sigmoid(u[q] - max(u[o] for o in range(n) if o != q)) for q in range(n)]

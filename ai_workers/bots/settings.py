@@ -51,16 +51,11 @@ class BotSettings:
                 )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise BotSettingsError(f"bot seed must be an integer, got {self.seed!r}")
-        if not 0 <= self.seed < 2**63:
-            raise BotSettingsError(f"bot seed must be in [0, 2**63), got {self.seed}")
+        if not 0 <= self.seed < 2**64:
+            raise BotSettingsError(f"bot seed must be in [0, 2**64), got {self.seed}")
         e = self.exploration
-        if (
-            isinstance(e, bool)
-            or not isinstance(e, int | float)
-            or not math.isfinite(e)
-            or not 0 <= e <= 100
-        ):
-            raise BotSettingsError(f"bot exploration must be a number between 0 and 100, got {e!r}")
+        if isinstance(e, bool) or not isinstance(e, int | float) or not math.isfinite(e) or e < 0:
+            raise BotSettingsError(f"bot exploration must be a finite number >= 0, got {e!r}")
 
     @property
     def budget_ms(self) -> int:

@@ -1,0 +1,93 @@
+"""A bot that fails never stops the game: it is logged and a legal fallback move is played."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from ai_workers import decide as D
+from ai_workers.bots import BotSettings, registry
+from ai_workers.bots.knowledge import knowledge
+from ai_workers.bots.policy import best_action
+from engine_service import rules
+from tests.ai.positions import mid_game_states
+
+
+class Raises:
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
+        raise RuntimeError("boom")
+
+
+class Illegal:
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
+        return max(legal) + 1
+
+
+class NotAnInt:
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> object:
+        return str(legal[0])
+
+
+class Mutates:
+    """Returns a legal action but scribbles on the list it was given."""
+
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
+        a = legal[-1]
+        legal.clear()
+        return a
+
+
+@pytest.fixture
+def position() -> tuple[rules.View, list[int]]:
+    s = mid_game_states(1)[0]
+    return rules.view(s, s.to_move()), rules.legal_actions(s)
+
+
+@pytest.mark.parametrize(
+    ("bot", "reason"),
+    [
+        (Raises(), "raised RuntimeError"),
+        (Illegal(), "illegal action"),
+        (NotAnInt(), "illegal action"),
+    ],
+)
+def test_a_failing_bot_is_replaced_by_the_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    position: tuple[rules.View, list[int]],
+    bot: object,
+    reason: str,
+) -> None:
+    view, legal = position
+    monkeypatch.setitem(registry._cache, "flaky", bot)
+    with caplog.at_level(logging.ERROR, logger="ascension.worker.decide"):
+        d = D.decide(view, legal, BotSettings(name="flaky"))
+    assert d.fallback == reason
+    assert d.action in legal
+    assert d.action == best_action(view.state, legal, knowledge(view.state.T))
+    assert "flaky" in caplog.text and "fallback" in caplog.text
+
+
+def test_unknown_bot_and_missing_view_fall_back(position: tuple[rules.View, list[int]]) -> None:
+    view, legal = position
+    d = D.decide(view, legal, BotSettings(name="not-installed"))
+    assert d.fallback == "raised UnknownBotError" and d.action in legal
+    d = D.decide(None, legal, BotSettings(name="heuristic"))
+    assert d.fallback == "no rules view" and d.action == legal[0]
+
+
+def test_the_bot_gets_a_copy_of_the_legal_actions(
+    monkeypatch: pytest.MonkeyPatch, position: tuple[rules.View, list[int]]
+) -> None:
+    view, legal = position
+    before = list(legal)
+    monkeypatch.setitem(registry._cache, "mutates", Mutates())
+    d = D.decide(view, legal, BotSettings(name="mutates"))
+    assert legal == before and d.action == before[-1] and not d.fallback
+
+
+def test_a_good_bot_is_used_and_its_search_reported(position: tuple[rules.View, list[int]]) -> None:
+    view, legal = position
+    d = D.decide(view, legal, BotSettings(name="ismcts", iterations=30))
+    assert not d.fallback and d.action in legal and d.iterations == 30 and d.search_seconds > 0
