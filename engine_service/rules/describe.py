@@ -6,6 +6,7 @@ from typing import Any
 
 from engine_service.cards import language as L
 from engine_service.rules import actions as A
+from engine_service.rules.engine import target_cost
 from engine_service.rules.state import COIN_DOWN, COIN_ITEM, DEEP, State
 
 COLORS = ("red", "orange", "yellow", "green", "blue", "purple")
@@ -52,13 +53,13 @@ def describe_action(s: State, action: int) -> str:
         ab = T.catalog[c].abilities[i]
         return f"Use {names[c]}: {ab.text or ' '.join(_op_text(op) for op in ab.ops)}"
     if kind == A.ACQUIRE:
-        return f"Acquire {target_name(s, arg)} for {_cost(s, arg)} Runes"
+        return f"Acquire {target_name(s, arg)} for {target_cost(s, arg)} Runes"
     if kind == A.ACQUIRE_CREW:
-        return f"Acquire {target_name(s, arg)} for {_cost(s, arg)} Crew"
+        return f"Acquire {target_name(s, arg)} for {target_cost(s, arg)} Crew"
     if kind == A.DEFEAT:
-        return f"Defeat {target_name(s, arg)} with {_cost(s, arg)} Power"
+        return f"Defeat {target_name(s, arg)} with {target_cost(s, arg)} Power"
     if kind == A.DEFEAT_CREW:
-        return f"Defeat {target_name(s, arg)} with {_cost(s, arg)} Crew"
+        return f"Defeat {target_name(s, arg)} with {target_cost(s, arg)} Crew"
     if kind == A.DEFEAT_VOID:
         return f"Defeat {names[arg]} in The Void with {T.cost[arg]} Crew"
     if kind in (A.MOVE, A.MOVE_SHIP):
@@ -93,13 +94,6 @@ def describe_action(s: State, action: int) -> str:
     if kind == A.DESTROY:
         return f"Destroy your {names[arg]}"
     return f"Action {action}"
-
-
-def _cost(s: State, target: int) -> int:
-    T = s.T
-    special = {A.T_MYSTIC: T.mystic, A.T_HEAVY: T.heavy, A.T_CULTIST: T.cultist, DEEP: T.thukal}
-    c = special.get(target, s.center[target] if target < DEEP else -1)
-    return T.cost[c]
 
 
 def _op_text(op: L.Op) -> str:

@@ -139,17 +139,23 @@ def step_towards(frm: int, to: int) -> int:
     return (frm + 1) % SPACES if d <= SPACES // 2 else (frm - 1) % SPACES
 
 
+def draw_from_bag(s: State) -> int:
+    """A random coin out of the Treasure Bag (which must not be empty)."""
+    bag = s.bag
+    s.rng, i = R.below(s.rng, len(bag))
+    coin = bag[i]
+    bag[i] = bag[-1]  # the bag has no order: swap-remove
+    bag.pop()
+    return coin
+
+
 def place_coin(s: State, ev: list[Event]) -> None:
     """Draw a coin from the Treasure Bag onto the space of its color; The Ghost Pirate moves
     one space towards it. An empty bag leaves the board without a coin."""
     if not s.bag:
         s.board_coin = -1
         return
-    s.rng, i = R.below(s.rng, len(s.bag))
-    bag = s.bag
-    coin = bag[i]
-    bag[i] = bag[-1]
-    bag.pop()
+    coin = draw_from_bag(s)
     s.board_coin = coin
     ev.append(("coin_placed", coin))
     if s.ghost >= 0:
@@ -460,11 +466,7 @@ def take_coin_from_bag(s: State, p: int, ev: list[Event], seq: list[Entry]) -> N
     if not s.bag:
         ev.append(("bag_empty", p))
         return
-    s.rng, i = R.below(s.rng, len(s.bag))
-    bag = s.bag
-    coin = bag[i]
-    bag[i] = bag[-1]
-    bag.pop()
+    coin = draw_from_bag(s)
     ev.append(("treasure", p, COIN_ITEM + coin))
     add_item(s, p, COIN_ITEM + coin, seq)
 

@@ -311,7 +311,8 @@ def _use(s: State, key: int, ev: list[Event]) -> None:
             E.push_ops(s, ops, p, c)
 
 
-def _target_cost(s: State, target: int) -> int:
+def target_cost(s: State, target: int) -> int:
+    """What a target costs: a center-row space, The Deep (Thukal) or an always-available card."""
     T = s.T
     if target == A.T_MYSTIC:
         return T.cost[T.mystic]
@@ -325,22 +326,22 @@ def _target_cost(s: State, target: int) -> int:
 
 
 def _acquire(s: State, target: int, ev: list[Event]) -> None:
-    s.runes -= _target_cost(s, target)
+    s.runes -= target_cost(s, target)
     E.acquire(s, s.active, target, ev)
 
 
 def _acquire_crew(s: State, sp: int, ev: list[Event]) -> None:
-    s.crew[s.active] -= _target_cost(s, sp)
+    s.crew[s.active] -= target_cost(s, sp)
     E.acquire(s, s.active, sp, ev)
 
 
 def _defeat(s: State, target: int, ev: list[Event]) -> None:
-    s.power -= _target_cost(s, target)
+    s.power -= target_cost(s, target)
     E.defeat(s, s.active, target, ev)
 
 
 def _defeat_crew(s: State, sp: int, ev: list[Event]) -> None:
-    s.crew[s.active] -= _target_cost(s, sp)
+    s.crew[s.active] -= target_cost(s, sp)
     E.defeat(s, s.active, sp, ev)
 
 
@@ -525,7 +526,7 @@ def _reason(s: State, action: int) -> str:
             pile = PILE_MYSTIC if arg == A.T_MYSTIC else PILE_HEAVY
             if not s.piles[pile]:
                 return "that pile is empty"
-            return f"not enough Runes (have {s.runes}, need {_target_cost(s, arg)})"
+            return f"not enough Runes (have {s.runes}, need {target_cost(s, arg)})"
         if arg == A.T_CULTIST and kind == A.DEFEAT:
             return f"not enough Power (have {s.power}, need {T.cost[T.cultist]})"
         if arg > DEEP:
