@@ -1,7 +1,8 @@
 """How good a position is for each seat: a win probability fitted to self-play.
 
-Each seat gets a linear score of its Honor so far, the average play value of its deck, the
-per-turn value of its Constructs and Ongoing cards, its Crew and its deck size, with weights
+Each seat gets a linear score of its Honor so far, the average play value of the Heroes in its
+deck, the per-turn value of its Constructs and Ongoing cards in play and of the Constructs still
+in its deck, its Crew and its deck size, with weights
 that move linearly from the start of the game (Honor pool full) to its end (pool empty). A
 seat's reward is the logistic of its lead over the strongest other seat, plus a small bonus
 when it is the next to play: a probability of winning in [0, 1]. A finished game is scored by
@@ -30,10 +31,11 @@ WIN_WEIGHT = 0.8  # at the end of the game: 0.8 for the win plus 0.2 for the mar
 
 @dataclass(slots=True)
 class SeatStats:
-    play_sum: float  # sum of play values of the cards in the seat's deck (all zones cycling)
-    size: int  # cards in that deck
+    play_sum: float  # sum of play values of the Heroes in the seat's deck (all zones cycling)
+    size: int  # Heroes in that deck
     turn_sum: float  # per-turn value of Constructs and Ongoing cards in play
     honor: int  # Honor so far (cards, tokens, Treasure, coins, end-of-game texts)
+    pending: float = 0.0  # per-turn value of Constructs still in hand, deck or discard pile
 
     @property
     def avg_play(self) -> float:
@@ -41,17 +43,20 @@ class SeatStats:
 
 
 def seat_stats(s: State, q: int, K: Knowledge) -> SeatStats:
-    play, hon, mon, end = K.play, K.honor, K.is_monster, K.has_end
-    play_sum = 0.0
+    play, hon, mon, end, con = K.play, K.honor, K.is_monster, K.has_end, K.is_construct
+    play_sum = pending = 0.0
     honor = s.tokens[q]
     size = 0
     ends = False
     for zone in (s.hands[q], s.decks[q], s.discards[q], s.played[q]):
-        size += len(zone)
         for c in zone:
-            play_sum += play[c]
             honor += hon[c]
             ends = ends or end[c]
+            if con[c]:  # played once, then it stays in play: not part of the cycling deck
+                pending += K.turn[c]
+            else:
+                play_sum += play[c]
+                size += 1
     turn_sum = 0.0
     for zone in (s.constructs[q], s.ongoing[q]):
         for c in zone:
@@ -64,7 +69,7 @@ def seat_stats(s: State, q: int, K: Knowledge) -> SeatStats:
     honor += 2 * len(s.coins[q])
     if ends:
         honor += end_text_honor(s, q)
-    return SeatStats(play_sum, size, turn_sum, honor)
+    return SeatStats(play_sum, size, turn_sum, honor, pending)
 
 
 def turns_left(s: State) -> list[float]:
@@ -85,15 +90,17 @@ class Weights:
     """Logits per unit of each feature's difference; ``*_start`` at a full Honor pool,
     ``*_end`` at an empty one (linear in between)."""
 
-    honor_start: float = 0.1066
-    honor_end: float = 0.2237
-    avg_play_start: float = 0.4874
-    avg_play_end: float = 1.86
-    turn_start: float = 0.6631
-    turn_end: float = 0.1919
-    crew: float = 0.1327
-    size: float = -0.0418
-    next_to_play: float = 0.3379
+    honor_start: float = 0.0785
+    honor_end: float = 0.2435
+    avg_play_start: float = 2.6646
+    avg_play_end: float = 1.882
+    turn_start: float = 0.8648
+    turn_end: float = 0.1076
+    pending_start: float = 0.5679
+    pending_end: float = -0.1447
+    crew: float = 0.1541
+    size: float = -0.0409
+    next_to_play: float = 0.4027
 
 
 WEIGHTS = Weights()
@@ -112,9 +119,10 @@ def scores_linear(s: State, stats: list[SeatStats], w: Weights = WEIGHTS) -> lis
     wh = w.honor_start * f + w.honor_end * g
     wa = w.avg_play_start * f + w.avg_play_end * g
     wt = w.turn_start * f + w.turn_end * g
+    wp = w.pending_start * f + w.pending_end * g
     out = []
     for q, st in enumerate(stats):
-        u = wh * st.honor + wa * st.avg_play + wt * st.turn_sum
+        u = wh * st.honor + wa * st.avg_play + wt * st.turn_sum + wp * st.pending
         u += w.crew * min(s.crew[q], 9) + w.size * st.size
         if q == s.active:
             u += w.next_to_play

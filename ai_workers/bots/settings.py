@@ -15,7 +15,7 @@ from typing import Any
 MAX_ITERATIONS = 1_000_000
 MAX_TIME_MS = 60_000  # the Celery time limits are derived from this cap
 DEFAULT_TIME_MS = 1_000  # used by search bots when neither budget is given
-DEFAULT_EXPLORATION = 0.7
+DEFAULT_EXPLORATION = 0.3
 FIELDS = ("name", "iterations", "time_ms", "seed", "exploration")
 
 
