@@ -6,16 +6,17 @@ hidden cards. Each iteration samples one full state consistent with the seat's v
 and the RNG), walks down the tree choosing among the actions legal in that sample (UCB1 with
 availability counts: a child's exploration term uses how often it *could* have been chosen),
 expands one untried action (the policy's favourite first), plays a heuristic rollout to the end
-of the current turn, scores the position with the evaluation function and backs the reward up
-from the point of view of the seat that chose each action. Opponents' choices inside the turn
-(a Fate banish, a Raid prevention) are nodes of theirs, played from the same sample.
+of the turn after the current one (so that what a move leaves to the next seat counts), scores
+the position with the evaluation function and backs the reward up from the point of view of
+the seat that chose each action. Other seats' choices (a Fate banish, a Raid prevention, the
+next seat's turn) are nodes of theirs, played from the same sample.
 
 The answer is the root action with the most visits. A decision with one legal action takes no
 search, and neither does playing the cards in hand, using once-per-turn abilities and flipping
 coin pairs: they only ever add resources, so they come first in the policy's order (inside the
 tree too), and the search is over what to do with the resources: what to buy or defeat, where
-to sail, and how to answer choices. The search only ever reads ``view``: two states that look the same to the seat give the
-same decision for the same seed.
+to sail, and how to answer choices. The search only ever reads ``view``: two states that look
+the same to the seat give the same decision for the same seed.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from engine_service.rules.view import determinize
 
 CLOCK_EVERY = 8  # iterations between looks at the clock
 ROLLOUT_EPS = 0.1  # chance of a random (non end-turn) rollout move
+HORIZON_TURNS = 2  # the current turn and the next seat's: what it leaves to the others counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ def search(
     legal: list[int],
     settings: BotSettings,
     *,
-    horizon_turns: int = 1,
+    horizon_turns: int = HORIZON_TURNS,
     rollout_eps: float = ROLLOUT_EPS,
 ) -> SearchResult:
     """Run ISMCTS from ``view`` (whose seat must choose among ``legal``) within the budget."""
