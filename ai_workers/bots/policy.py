@@ -25,16 +25,40 @@ MOVE_MIN_GAIN = 0.3
 
 
 class Ctx:
-    """What scoring needs about the deciding seat, computed once per decision."""
+    """What scoring needs about the deciding seat; its deck statistics are computed on first
+    use (playing cards and ending the turn do not need them)."""
 
-    __slots__ = ("K", "avg", "p", "rem", "s", "size")
+    __slots__ = ("K", "_avg", "_rem", "_size", "p", "s")
 
     def __init__(self, s: State, p: int, K: Knowledge) -> None:
-        st = seat_stats(s, p, K)
         self.s, self.p, self.K = s, p, K
-        self.avg = st.avg_play
-        self.size = st.size
-        self.rem = turns_left(s)[p]
+        self._avg = -1.0
+        self._size = 0
+        self._rem = 0.0
+
+    def _load(self) -> None:
+        st = seat_stats(self.s, self.p, self.K)
+        self._avg = st.avg_play
+        self._size = st.size
+        self._rem = turns_left(self.s)[self.p]
+
+    @property
+    def avg(self) -> float:
+        if self._avg < 0:
+            self._load()
+        return self._avg
+
+    @property
+    def size(self) -> int:
+        if self._avg < 0:
+            self._load()
+        return self._size
+
+    @property
+    def rem(self) -> float:
+        if self._avg < 0:
+            self._load()
+        return self._rem
 
     def card_gain(self, c: int) -> float:
         """Value of adding Hero or Construct c to the seat's cards."""
@@ -212,4 +236,5 @@ def rollout_action(s: State, legal: list[int], K: Knowledge, rnd: random.Random,
         a = legal[int(rnd.random() * len(legal))]
         if a >> 16 != A.END_TURN:
             return a
-    return best_action(s, legal, K)
+    f = forced_action(s, legal, K)  # the same choice as below (forced kinds score highest),
+    return f if f is not None else best_action(s, legal, K)  # without looking at the rest
