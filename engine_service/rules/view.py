@@ -9,6 +9,7 @@ deck, the center deck and the Treasure Bag as sorted multisets, never in order; 
 from __future__ import annotations
 
 import json
+import marshal
 import zlib
 from dataclasses import dataclass
 
@@ -19,7 +20,15 @@ from engine_service.rules.state import State
 from engine_service.rules.tables import Tables
 
 SPECTATOR = -1
-VIEW_FORMAT = 2
+# Format 3 (written): the CRC-32 of the rest (4 bytes, big-endian), then marshal of [seat, hand
+# counts, state primitive]: about 5x faster to write than format 2 (zlib-compressed JSON, still
+# read), and the service sends a view with every answer; only our Python bots read views.
+# Marshal version 2 (read by every Python 3): later ones mark interned strings and shared
+# objects, so equal views could give different bytes. The checksum refuses damaged bytes, as
+# zlib's did, instead of reading them as other cards.
+VIEW_FORMAT = 3
+_JSON_VIEW_FORMAT = 2
+_MARSHAL_VERSION = 2
 
 
 @dataclass(slots=True)
@@ -29,18 +38,36 @@ class View:
     hand_counts: list[int]
 
     def serialize(self) -> bytes:
-        blob = json.dumps([self.seat, self.hand_counts, to_primitive(self.state)], separators=(",", ":"))
-        return bytes([VIEW_FORMAT]) + zlib.compress(blob.encode(), 1)
+        blob = marshal.dumps(
+            [self.seat, self.hand_counts, to_primitive(self.state)], _MARSHAL_VERSION
+        )
+        return bytes([VIEW_FORMAT]) + zlib.crc32(blob).to_bytes(4, "big") + blob
 
     @staticmethod
     def deserialize(data: bytes, tables: Tables | None = None) -> View:
-        if not data or data[0] != VIEW_FORMAT:
-            raise SerializationError("not a serialized view")
+        fmt = data[0] if data else None
         try:
-            seat, counts, raw = json.loads(zlib.decompress(data[1:]))
-        except (zlib.error, ValueError) as e:
+            if fmt == VIEW_FORMAT:
+                blob = data[5:]
+                if len(data) < 5 or zlib.crc32(blob) != int.from_bytes(data[1:5], "big"):
+                    raise SerializationError("corrupt view bytes: checksum mismatch")
+                loaded = marshal.loads(blob)
+            elif fmt == _JSON_VIEW_FORMAT:
+                loaded = json.loads(zlib.decompress(data[1:]))
+            else:
+                raise SerializationError("not a serialized view")
+            seat, counts, raw = loaded
+        except (zlib.error, ValueError, EOFError, TypeError) as e:
             raise SerializationError(f"corrupt view bytes: {e}") from None
-        return View(seat, from_primitive(raw, tables), counts)
+        if not (type(seat) is int and isinstance(counts, list) and isinstance(raw, list)):
+            raise SerializationError("corrupt view bytes: not a view")
+        try:
+            state = from_primitive(raw, tables)
+        except SerializationError:
+            raise
+        except Exception as e:  # well-formed bytes that are no state (e.g. unknown sets)
+            raise SerializationError(f"corrupt view bytes: {e}") from None
+        return View(seat, state, counts)
 
 
 def view(s: State, seat: int = SPECTATOR) -> View:

@@ -26,94 +26,114 @@ from engine_service.rules.state import (
     State,
 )
 from engine_service.rules.tables import default_tables
-from engine_service.server.meta import AI, GameMeta
+from engine_service.server.meta import AI, GameMeta, Seat
 
 SPECTATOR = rules.SPECTATOR
 
 
-def coin(code: int) -> pb.Coin:
+# Messages are filled in place (``repeated.add``, sub-message fields) rather than built and
+# passed to a parent's constructor, which copies them: a full view is some 30 messages and is
+# built on every submit.
+
+
+def _coin_fields(code: int) -> dict[str, Any]:
     c = code & (COIN_DOWN - 1)
-    return pb.Coin(
-        code=c,
-        color=COLORS[c // 6],
-        resource=L.RESOURCE_NAMES[c % 6],
-        face_down=bool(code & COIN_DOWN),
-    )
+    return {
+        "code": c,
+        "color": COLORS[c // 6],
+        "resource": L.RESOURCE_NAMES[c % 6],
+        "face_down": bool(code & COIN_DOWN),
+    }
 
 
-def legal_actions(s: State, seat: int) -> list[pb.LegalAction]:
+def coin(code: int) -> pb.Coin:
+    return pb.Coin(**_coin_fields(code))
+
+
+def add_legal_actions(out: Any, s: State, seat: int) -> None:
+    """Append ``seat``'s legal actions to the repeated LegalAction field ``out``."""
     if s.over or seat < 0 or s.to_move() != seat:
-        return []
-    names = A.KIND_NAMES
-    return [
-        pb.LegalAction(id=a, kind=names[a >> 16], description=rules.describe_action(s, a))
-        for a in rules.legal_actions(s)
-    ]
+        return
+    names, describe, add = A.KIND_NAMES, rules.describe_action, out.add
+    for a in rules.legal_actions(s):
+        add(id=a, kind=names[a >> 16], description=describe(s, a))
 
 
-def _seat_state(s: State, q: int, viewer: int) -> pb.SeatState:
-    return pb.SeatState(
-        seat=q,
-        hand=s.hands[q] if q == viewer else (),
-        hand_count=len(s.hands[q]),
-        deck_count=len(s.decks[q]),
-        discard_count=len(s.discards[q]),
-        discard=s.discards[q],
-        constructs=s.constructs[q],
-        ongoing=s.ongoing[q],
-        treasures=s.treasures[q],
-        coins=[coin(c) for c in s.coins[q]],
-        crew=s.crew[q],
-        honor_tokens=s.tokens[q],
-        ship_space=s.ship[q],
-        played=s.played[q],
-    )
-
-
-def board(s: State, viewer: int) -> pb.Board:
-    b = pb.Board(
-        turn=s.turn,
-        active_seat=s.active,
-        first_seat=s.first,
-        runes=s.runes,
-        power=s.power,
-        seats=[_seat_state(s, q, viewer) for q in range(s.n)],
-        center=[
-            pb.CenterSpace(space=sp, card=s.center[sp], treasures_under=s.under[sp])
-            for sp in range(CENTER_SPACES)
-        ],
-        kraken=pb.Kraken(
-            in_game=s.kraken != KRAKEN_ABSENT,
-            in_deep=s.kraken == KRAKEN_IN_DEEP,
-            owner_seat=s.kraken if s.kraken >= 0 else -1,
-            treasures_under=s.under[DEEP],
-            coins=[coin(c) for c in s.kraken_coins],
-        ),
-        ghost_pirate_space=s.ghost,
-        board_coin_space=(s.board_coin & (COIN_DOWN - 1)) // 6 if s.board_coin >= 0 else -1,
-        honor_pool=s.pool,
-        final_round=s.ending,
-        the_void=s.void,
-        mystic_pile=s.piles[PILE_MYSTIC],
-        heavy_infantry_pile=s.piles[PILE_HEAVY],
-        center_deck_count=len(s.center_deck),
-        treasure_bag_count=len(s.bag),
-    )
+def _fill_board(b: pb.Board, s: State, viewer: int) -> None:
+    b.turn = s.turn
+    b.active_seat = s.active
+    b.first_seat = s.first
+    b.runes = s.runes
+    b.power = s.power
+    add_seat = b.seats.add
+    for q in range(s.n):
+        seat = add_seat(
+            seat=q,
+            hand=s.hands[q] if q == viewer else (),
+            hand_count=len(s.hands[q]),
+            deck_count=len(s.decks[q]),
+            discard_count=len(s.discards[q]),
+            discard=s.discards[q],
+            constructs=s.constructs[q],
+            ongoing=s.ongoing[q],
+            treasures=s.treasures[q],
+            crew=s.crew[q],
+            honor_tokens=s.tokens[q],
+            ship_space=s.ship[q],
+            played=s.played[q],
+        )
+        for c in s.coins[q]:
+            seat.coins.add(**_coin_fields(c))
+    add_space = b.center.add
+    for sp in range(CENTER_SPACES):
+        add_space(space=sp, card=s.center[sp], treasures_under=s.under[sp])
+    k = b.kraken
+    k.in_game = s.kraken != KRAKEN_ABSENT
+    k.in_deep = s.kraken == KRAKEN_IN_DEEP
+    k.owner_seat = s.kraken if s.kraken >= 0 else -1
+    k.treasures_under.extend(s.under[DEEP])
+    for c in s.kraken_coins:
+        k.coins.add(**_coin_fields(c))
+    b.ghost_pirate_space = s.ghost
     if s.board_coin >= 0:
-        b.board_coin.CopyFrom(coin(s.board_coin))
+        b.board_coin.MergeFrom(coin(s.board_coin))
+        b.board_coin_space = (s.board_coin & (COIN_DOWN - 1)) // 6
+    else:
+        b.board_coin_space = -1
+    b.honor_pool = s.pool
+    b.final_round = s.ending
+    b.the_void.extend(s.void)
+    b.mystic_pile = s.piles[PILE_MYSTIC]
+    b.heavy_infantry_pile = s.piles[PILE_HEAVY]
+    b.center_deck_count = len(s.center_deck)
+    b.treasure_bag_count = len(s.bag)
     d = s.decision
     if d is not None and not s.over:
-        b.decision.CopyFrom(
+        b.decision.MergeFrom(
             pb.Decision(kind=A.DECISION_NAMES.get(d[0], str(d[0])), seat=d[1], source_card=d[2])
         )
-    return b
+
+
+def _seat_kind(s: Seat) -> pb.SeatInfo.Kind:
+    return pb.SeatInfo.AI if s.kind == AI else pb.SeatInfo.HUMAN
+
+
+def _add_seat_info(out: Any, meta: GameMeta) -> None:
+    add = out.add
+    for i, s in enumerate(meta.seats):
+        add(
+            seat=i,
+            kind=_seat_kind(s),
+            name=s.name,
+            bot_name=s.bot.name if s.bot is not None else "",
+        )
 
 
 def seat_info(meta: GameMeta) -> list[pb.SeatInfo]:
     return [
         pb.SeatInfo(
             seat=i,
-            kind=pb.SeatInfo.AI if s.kind == AI else pb.SeatInfo.HUMAN,
+            kind=_seat_kind(s),
             name=s.name,
             bot_name=s.bot.name if s.bot is not None else "",
         )
@@ -139,53 +159,78 @@ def scores(s: State) -> list[pb.Score]:
     return out
 
 
+def fill_game_view(
+    v: pb.GameView, game_id: str, version: int, s: State, meta: GameMeta, seat: int
+) -> None:
+    """Fill the empty view ``v`` (e.g. a response's field: no copy) with what ``seat`` sees."""
+    v.game_id = game_id
+    v.version = version
+    v.seat = seat
+    v.to_move = s.to_move()
+    v.over = s.over
+    add_legal_actions(v.legal_actions, s, seat)
+    _fill_board(v.board, s, seat)
+    _add_seat_info(v.seat_info, meta)
+    v.sets = meta.sets
+    v.players = s.n
+    v.winner = rules.winner(s) if s.over else -1
+    v.catalog_fingerprint = s.T.catalog.fingerprint
+    v.rules_view = rules.view(s, seat).serialize()
+    if s.over:
+        v.scores.extend(scores(s))
+
+
 def game_view(game_id: str, version: int, s: State, meta: GameMeta, seat: int) -> pb.GameView:
-    v = pb.GameView(
-        game_id=game_id,
-        version=version,
-        seat=seat,
-        to_move=s.to_move(),
-        over=s.over,
-        legal_actions=legal_actions(s, seat),
-        board=board(s, seat),
-        seat_info=seat_info(meta),
-        sets=meta.sets,
-        players=s.n,
-        winner=rules.winner(s) if s.over else -1,
-        catalog_fingerprint=s.T.catalog.fingerprint,
-        rules_view=rules.view(s, seat).serialize(),
-    )
-    if s.over:
-        v.scores.extend(scores(s))
+    v = pb.GameView()
+    fill_game_view(v, game_id, version, s, meta, seat)
     return v
 
 
-def light_view(game_id: str, version: int, s: State, seat: int) -> pb.GameView:
+def fill_light_view(v: pb.GameView, game_id: str, version: int, s: State, seat: int) -> None:
     """The view without board, seat info or rules view: what a client needs to act next."""
-    v = pb.GameView(
-        game_id=game_id,
-        version=version,
-        seat=seat,
-        to_move=s.to_move(),
-        over=s.over,
-        legal_actions=legal_actions(s, seat),
-        players=s.n,
-        winner=rules.winner(s) if s.over else -1,
-    )
+    v.game_id = game_id
+    v.version = version
+    v.seat = seat
+    v.to_move = s.to_move()
+    v.over = s.over
+    add_legal_actions(v.legal_actions, s, seat)
+    v.players = s.n
+    v.winner = rules.winner(s) if s.over else -1
     if s.over:
         v.scores.extend(scores(s))
-    return v
 
 
-def events(s: State, evs: Sequence[tuple[Any, ...]]) -> list[pb.GameEvent]:
-    return [
-        pb.GameEvent(
-            kind=str(e[0]),
-            text=rules.describe_event(s, e),
-            data=json.dumps(e, separators=(",", ":")),
-        )
-        for e in evs
-    ]
+# One encoder for every event: ``json.dumps`` with options builds a new one on each call.
+_event_json = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _add_events(out: Any, s: State, evs: Sequence[tuple[Any, ...]]) -> None:
+    add, describe = out.add, rules.describe_event
+    for e in evs:
+        add(kind=str(e[0]), text=describe(s, e), data=_event_json(e))
+
+
+def fill_update(
+    u: pb.GameUpdate,
+    game_id: str,
+    version: int,
+    seat: int,
+    action: int,
+    description: str,
+    s: State,
+    evs: Sequence[tuple[Any, ...]],
+) -> None:
+    """Fill the empty update ``u`` (e.g. a response's field: no copy)."""
+    u.game_id = game_id
+    u.version = version
+    u.seat = seat
+    u.action = action
+    u.action_kind = A.KIND_NAMES.get(action >> 16, "") if version > 1 else ""
+    u.description = description
+    _add_events(u.events, s, evs)
+    u.to_move = s.to_move()
+    u.over = s.over
+    u.time_unix_ms = int(time.time() * 1000)
 
 
 def update(
@@ -197,18 +242,9 @@ def update(
     s: State,
     evs: Sequence[tuple[Any, ...]],
 ) -> pb.GameUpdate:
-    return pb.GameUpdate(
-        game_id=game_id,
-        version=version,
-        seat=seat,
-        action=action,
-        action_kind=A.KIND_NAMES.get(action >> 16, "") if version > 1 else "",
-        description=description,
-        events=events(s, evs),
-        to_move=s.to_move(),
-        over=s.over,
-        time_unix_ms=int(time.time() * 1000),
-    )
+    u = pb.GameUpdate()
+    fill_update(u, game_id, version, seat, action, description, s, evs)
+    return u
 
 
 @lru_cache(maxsize=1)

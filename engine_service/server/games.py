@@ -81,7 +81,7 @@ class Games:
                     "token is required: pass the seat token CreateGame returned",
                 )
             return rules.SPECTATOR
-        seat = tokens.seat_of(token, list(meta.token_digests))
+        seat = tokens.seat_of(token, meta.token_digests)
         if seat is None:
             raise ServiceError(Code.UNAUTHENTICATED, "token does not match any seat of this game")
         return seat
@@ -179,13 +179,11 @@ class Games:
         rec, meta = await self._load(game_id)
         seat = self._seat(token, meta, required=False)
         s = self._state(rec)
-        return epb.ListLegalActionsResponse(
-            game_id=game_id,
-            version=rec.version,
-            seat=seat,
-            to_move=s.to_move(),
-            actions=convert.legal_actions(s, seat),
+        resp = epb.ListLegalActionsResponse(
+            game_id=game_id, version=rec.version, seat=seat, to_move=s.to_move()
         )
+        convert.add_legal_actions(resp.actions, s, seat)
+        return resp
 
     async def _replayed(
         self, game_id: str, seat: int, fingerprint: bytes, prior: bytes
@@ -252,7 +250,9 @@ class Games:
         description = rules.describe_action(s, action)
         evs = rules.apply_unchecked(s, action)
         version = rec.version + 1
-        upd = convert.update(game_id, version, seat, action, description, s, evs)
+        resp = epb.SubmitActionResponse()  # filled in place: its fields are not copied
+        upd = resp.update
+        convert.fill_update(upd, game_id, version, seat, action, description, s, evs)
         upd_bytes = upd.SerializeToString()
         now = time.time()
         nxt = s.to_move()
@@ -283,16 +283,16 @@ class Games:
             self.metrics.cas_conflicts.inc()
             raise self._aborted(res.version, req.expected_version)
         self.states.put(game_id, version, s)
-        self.metrics.actions.labels(A.KIND_NAMES[action >> 16]).inc()
+        self.metrics.action_applied(A.KIND_NAMES[action >> 16])
         if s.over:
             self.metrics.games_finished.inc()
             log.info("game %s over at version %d: scores %s", game_id, version, rules.scores(s))
         await self._dispatch(payload)
         if req.view_detail == epb.VIEW_DETAIL_LEGAL_ACTIONS:
-            view = convert.light_view(game_id, version, s, seat)
+            convert.fill_light_view(resp.view, game_id, version, s, seat)
         else:
-            view = convert.game_view(game_id, version, s, meta, seat)
-        return epb.SubmitActionResponse(update=upd, view=view)
+            convert.fill_game_view(resp.view, game_id, version, s, meta, seat)
+        return resp
 
     async def watch(
         self, game_id: str, after_version: int, active: Callable[[], bool]
@@ -399,7 +399,7 @@ class Games:
                 "admin_token is required: pass the admin token CreateGame returned",
             )
         if not tokens.matches(admin_token, meta.admin_digest):
-            if tokens.seat_of(admin_token, list(meta.token_digests)) is not None:
+            if tokens.seat_of(admin_token, meta.token_digests) is not None:
                 raise ServiceError(
                     Code.PERMISSION_DENIED,
                     "a seat token cannot delete the game: use the admin token",

@@ -77,8 +77,10 @@ class Metrics:
             registry=r,
         )
 
+        # Children by label values: ``labels()`` costs a lock and a tuple build on every call.
         self._store_children: dict[str, Any] = {}
         self._rpc_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._action_children: dict[str, Any] = {}
         for reason in ("turn", "sweep"):
             self.ai_enqueued.labels(reason)  # exported as 0 before the first dispatch
 
@@ -87,6 +89,12 @@ class Metrics:
         if child is None:
             child = self._store_children[op] = self.store_seconds.labels(op)
         child.observe(seconds)
+
+    def action_applied(self, kind: str) -> None:
+        child = self._action_children.get(kind)
+        if child is None:
+            child = self._action_children[kind] = self.actions.labels(kind)
+        child.inc()
 
     def observe_rpc(self, method: str, code: str, started: float) -> None:
         children = self._rpc_children.get((method, code))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
 
 
 def new_token() -> str:
@@ -16,7 +17,7 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def seat_of(token: str, seat_digests: list[str]) -> int | None:
+def seat_of(token: str, seat_digests: Sequence[str]) -> int | None:
     """The seat whose token this is, or None."""
     d = digest(token)
     found = None

@@ -17,10 +17,13 @@ step: a game is never half written. A single Redis (or a primary) is assumed, no
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine_service.store.base import (
     Commit,
@@ -99,6 +102,10 @@ return 1
 """
 
 
+_MAX_CONNECTIONS = 256  # of redis-py's pool, and again of the hot path's
+_LOAD_FIELDS = ("state", "version", "meta", "over")
+
+
 def game_key(game_id: str) -> str:
     return f"asc:g:{{{game_id}}}"
 
@@ -111,6 +118,69 @@ def _keys(game_id: str) -> tuple[str, str, str, str]:
 def _split_pending(raw: bytes) -> tuple[int, bytes]:
     version, _, payload = raw.partition(b"|")
     return int(version), payload
+
+
+def _pack(*args: bytes | str | int) -> bytes:
+    """One command in the Redis protocol, in one buffer (as redis-py encodes arguments: str as
+    UTF-8, int as its decimal digits)."""
+    parts = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        parts += (b"$%d\r\n" % len(b), b, b"\r\n")  # the value itself is copied once, by join
+    return b"".join(parts)
+
+
+class _HotPath:
+    """The two commands of every submit (HMGET of the game, the commit script) on connections of
+    their own, with redis-py's connections, parser and retry policy but not its pool and
+    command layers: those (a lock and observability hooks per checkout, per-argument packing,
+    response callbacks, a task per write to bound it by the socket timeout) cost as much CPU as
+    the round trip itself. One deadline bounds the whole round trip instead. At most ``limit``
+    connections; past that, calls take redis-py's ordinary path."""
+
+    def __init__(self, pool: Any, limit: int, timeout: float | None) -> None:
+        self._pool = pool
+        self._limit = limit
+        self._timeout = timeout
+        self._free: list[Any] = []
+        self._made = 0
+
+    async def _round_trip(self, conn: Any, packed: bytes) -> Any:
+        try:
+            async with asyncio.timeout(self._timeout):
+                await conn.send_packed_command(packed)
+                return await conn.read_response()
+        except TimeoutError:  # asyncio's: the reply may still come, the connection is spoiled
+            await conn.disconnect(nowait=True)
+            raise RedisTimeoutError(f"no reply from Redis within {self._timeout}s") from None
+
+    async def call(self, packed: bytes, fallback: Callable[[], Awaitable[Any]]) -> Any:
+        if self._free:
+            conn = self._free.pop()
+        elif self._made < self._limit:
+            # connects on first use (socket_connect_timeout still bounds that)
+            kwargs = {**self._pool.connection_kwargs, "socket_timeout": None}
+            conn = self._pool.connection_class(**kwargs)
+            self._made += 1
+        else:
+            return await fallback()
+        try:
+            return await conn.retry.call_with_retry(
+                lambda: self._round_trip(conn, packed), lambda _error: conn.disconnect()
+            )
+        except ResponseError:
+            raise  # the error reply was read whole: the connection is clean
+        except BaseException:
+            # e.g. cancelled between sending and reading: a reply may be on its way
+            await conn.disconnect(nowait=True)
+            raise
+        finally:
+            self._free.append(conn)
+
+    async def close(self) -> None:
+        free, self._free = self._free, []
+        for conn in free:
+            await conn.disconnect()
 
 
 class RedisStore(Store):
@@ -126,8 +196,9 @@ class RedisStore(Store):
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
             health_check_interval=30,
-            max_connections=256,
+            max_connections=_MAX_CONNECTIONS,
         )
+        self._hot = _HotPath(self.r.connection_pool, _MAX_CONNECTIONS, timeout or None)
         self._create = self.r.register_script(_CREATE)
         self._commit = self.r.register_script(_COMMIT)
         self._delete = self.r.register_script(_DELETE)
@@ -153,9 +224,10 @@ class RedisStore(Store):
             raise ValueError(f"game {game.game_id} exists")
 
     async def load(self, game_id: str) -> GameRecord | None:
+        key = game_key(game_id)
         try:
-            state, version, meta, over = await self.r.hmget(
-                game_key(game_id), "state", "version", "meta", "over"
+            state, version, meta, over = await self._hot.call(
+                _pack("HMGET", key, *_LOAD_FIELDS), lambda: self.r.hmget(key, *_LOAD_FIELDS)
             )
         except RedisError as e:
             raise StoreError(f"redis: {e}") from e
@@ -164,8 +236,8 @@ class RedisStore(Store):
         return GameRecord(game_id, int(version), state, meta, over == b"1")
 
     async def commit(self, c: Commit) -> CommitResult:
-        g, u, log, idem = _keys(c.game_id)
-        args: list[Any] = [
+        keys = (*_keys(c.game_id), ACTIVE, AI, AI_PAYLOADS)
+        args = (
             c.game_id,
             c.expected_version,
             c.state,
@@ -180,9 +252,16 @@ class RedisStore(Store):
             self._maxlen,
             c.ai_pending or b"",
             repr(c.enqueued_at),
-        ]
+        )
+        script = self._commit
         try:
-            res = await self._commit(keys=[g, u, log, idem, ACTIVE, AI, AI_PAYLOADS], args=args)
+            try:
+                res = await self._hot.call(
+                    _pack("EVALSHA", script.sha, len(keys), *keys, *args),
+                    lambda: script(keys=keys, args=args),
+                )
+            except NoScriptError:  # Redis restarted or flushed its scripts: nothing was run
+                res = await script(keys=keys, args=args)
         except RedisError as e:
             raise StoreError(f"redis: {e}") from e
         status = CommitStatus(res[0].decode())
@@ -324,4 +403,5 @@ class RedisStore(Store):
             raise StoreError(f"redis: {e}") from e
 
     async def close(self) -> None:
+        await self._hot.close()
         await self.r.aclose()
