@@ -202,6 +202,10 @@ def main() -> None:
         for fut in as_completed([ex.submit(play, j) for j in todo]):
             results.append(fut.result())
             bar.advance(task)
+            if not console.is_terminal and len(results) % max(1, len(todo) // 10) == 0:
+                print(
+                    f"games: {len(results)}/{len(todo)} ({time.time() - t0:.0f} s)", file=sys.stderr
+                )
     elapsed = time.time() - t0
     rows = summarize(pairs, results)
     print_table(rows, args, elapsed)

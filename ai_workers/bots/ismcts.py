@@ -129,7 +129,7 @@ def search(
             node = best_c
             path.append(best_c)
             acts = legal_actions(s)
-        # rollout to the end of the turn
+        # rollout to the horizon
         while not s.over and s.turn < stop_turn:
             acts = legal_actions(s)
             apply_unchecked(s, rollout_action(s, acts, K, rnd, rollout_eps))
