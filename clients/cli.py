@@ -226,10 +226,12 @@ def cmd_bots(args: argparse.Namespace, console: Console) -> int:
                 progress.update(task, advance=1, description=desc)
 
             results = bots_runner.run(client, cfg, on_done=done)
-    console.print(bots_runner.results_table(cfg, results))
-    failed = [r for r in results if not r.ok]
-    for r in failed:
-        console.print(f"[red]game {r.index} ({r.game_id or 'not created'}): {r.error}[/]")
+        # Report before the channel and the private engine are closed: nothing that happens
+        # while they shut down can then take the results with it.
+        console.print(bots_runner.results_table(cfg, results))
+        failed = [r for r in results if not r.ok]
+        for r in failed:
+            console.print(f"[red]game {r.index} ({r.game_id or 'not created'}): {r.error}[/]")
     return 1 if failed else 0
 
 
