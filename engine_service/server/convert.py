@@ -46,8 +46,12 @@ def _coin_fields(code: int) -> dict[str, Any]:
     }
 
 
-def coin(code: int) -> pb.Coin:
-    return pb.Coin(**_coin_fields(code))
+def _set_coin(m: pb.Coin, code: int) -> None:
+    c = code & (COIN_DOWN - 1)
+    m.code = c
+    m.color = COLORS[c // 6]
+    m.resource = L.RESOURCE_NAMES[c % 6]
+    m.face_down = bool(code & COIN_DOWN)
 
 
 def add_legal_actions(out: Any, s: State, seat: int) -> None:
@@ -96,7 +100,7 @@ def _fill_board(b: pb.Board, s: State, viewer: int) -> None:
         k.coins.add(**_coin_fields(c))
     b.ghost_pirate_space = s.ghost
     if s.board_coin >= 0:
-        b.board_coin.MergeFrom(coin(s.board_coin))
+        _set_coin(b.board_coin, s.board_coin)
         b.board_coin_space = (s.board_coin & (COIN_DOWN - 1)) // 6
     else:
         b.board_coin_space = -1
@@ -200,8 +204,23 @@ def fill_light_view(v: pb.GameView, game_id: str, version: int, s: State, seat: 
         v.scores.extend(scores(s))
 
 
-# One encoder for every event: ``json.dumps`` with options builds a new one on each call.
-_event_json = json.JSONEncoder(separators=(",", ":")).encode
+_json = json.JSONEncoder(separators=(",", ":")).encode  # built once, unlike json.dumps(...)
+_json_str = json.encoder.encode_basestring_ascii  # what that encoder does to a str
+
+
+def _event_json(e: tuple[Any, ...]) -> str:
+    """``json.dumps(e, separators=(",", ":"))``. Events are tuples of ints and strings: those
+    are written directly, a third of the encoder's cost; anything else goes to the encoder."""
+    parts = []
+    for x in e:
+        t = type(x)
+        if t is int:
+            parts.append(str(x))
+        elif t is str:
+            parts.append(_json_str(x))
+        else:
+            return _json(e)
+    return "[" + ",".join(parts) + "]"
 
 
 def _add_events(out: Any, s: State, evs: Sequence[tuple[Any, ...]]) -> None:
