@@ -31,15 +31,16 @@ def test_play_says_why_a_bot_does_not_move(broken_engine: EmbeddedEngine) -> Non
         game = c.create_game([human(), bot("random")], seed=3)
         console = Console(record=True, width=100, force_terminal=False)
         session = PlaySession(
-            c, console, game.game_id, game.token(0), clear=False, stall_seconds=1.0,
+            c, console, game.game_id, game.token(0), clear=False, stall_seconds=4.0,
             read=lambda prompt: "y" if "anyway" in prompt else "1",
             stall_hint=lambda: "The engine says: " + broken_engine.last_problem(),
         )  # fmt: skip
-        threading.Timer(6.0, session.watch.cancel).start()
+        # the engine's words come from a spawned AI process that fails on import: give it time
+        threading.Timer(12.0, session.watch.cancel).start()
         with pytest.raises(AscensionError, match="event stream was closed"):
             session.run()
     text = console.export_text()
-    assert "No move from Seat 2 (random) for 1 s." in text
+    assert "No move from Seat 2 (random) for 4 s." in text
     assert "no_such_module_for_tests" in text  # the engine's own words about the failure
 
 
