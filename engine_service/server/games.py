@@ -217,16 +217,42 @@ class Games:
             raise ServiceError(
                 Code.UNAUTHENTICATED, "token is required: pass the seat token CreateGame returned"
             )
+        cached_meta = self.meta.peek(game_id)
+        cached = self.states.get(game_id, req.expected_version)
+        if cached_meta is not None and cached is not None:
+            # This replica holds the version the caller saw (it wrote or read it last): no need
+            # to read the game first, the commit's compare-and-set checks the version anyway.
+            # A request the checks refuse is judged again after a read, so every answer is the
+            # one the read-first path below gives (an applied retry, a newer version, a game
+            # deleted meanwhile are all told apart there or by the commit).
+            try:
+                seat = self._seat(req.token, cached_meta, required=True)
+                s = self._playable(cached, seat, req.action)
+            except ServiceError:
+                pass
+            else:
+                return await self._apply(req, cached_meta, seat, req.expected_version, s)
         rec, meta = await self._load(game_id)
         seat = self._seat(req.token, meta, required=True)
-        fingerprint = f"{seat}:{req.expected_version}:{req.action}".encode()
         if rec.version != req.expected_version:
             if key:  # a retry of a request that was applied: answer as the first time
                 prior = await self.store.idempotent_result(game_id, key)
                 if prior is not None:
+                    fingerprint = self._fingerprint(seat, req)
                     return await self._replayed(game_id, seat, fingerprint, prior)
             raise self._aborted(rec.version, req.expected_version)
-        s = self._state(rec).clone()  # the cached state stays as it was
+        s = self._playable(self._state(rec), seat, req.action)
+        return await self._apply(req, meta, seat, rec.version, s)
+
+    @staticmethod
+    def _fingerprint(seat: int, req: epb.SubmitActionRequest) -> bytes:
+        return f"{seat}:{req.expected_version}:{req.action}".encode()
+
+    @staticmethod
+    def _playable(state: rules.State, seat: int, action: int) -> rules.State:
+        """A copy of ``state`` (which stays as it was: it may be shared with the cache) on which
+        ``seat`` may play ``action``; else the error to answer with."""
+        s = state.clone()
         if s.over:
             raise ServiceError(Code.FAILED_PRECONDITION, "the game is over")
         to_move = s.to_move()
@@ -236,7 +262,6 @@ class Games:
             raise ServiceError(
                 Code.FAILED_PRECONDITION, f"it is not your turn: seat {to_move} is {what}"
             )
-        action = req.action
         if action not in rules.legal_actions(s):
             try:
                 rules.apply(s, action)  # raises with the rules' reason, changing nothing
@@ -247,9 +272,23 @@ class Games:
             raise ServiceError(
                 Code.INTERNAL, f"action {action} is not listed as legal but the rules accepted it"
             )
+        return s
+
+    async def _apply(
+        self,
+        req: epb.SubmitActionRequest,
+        meta: GameMeta,
+        seat: int,
+        expected: int,
+        s: rules.State,
+    ) -> epb.SubmitActionResponse:
+        """Play ``req.action`` on ``s`` (the state at version ``expected``, checked playable)
+        and write the result if the game is still at that version."""
+        game_id, key, action = req.game_id, req.idempotency_key, req.action
+        fingerprint = self._fingerprint(seat, req)
         description = rules.describe_action(s, action)
         evs = rules.apply_unchecked(s, action)
-        version = rec.version + 1
+        version = expected + 1
         resp = epb.SubmitActionResponse()  # filled in place: its fields are not copied
         upd = resp.update
         convert.fill_update(upd, game_id, version, seat, action, description, s, evs)
@@ -260,7 +299,7 @@ class Games:
         res = await self.store.commit(
             Commit(
                 game_id=game_id,
-                expected_version=rec.version,
+                expected_version=expected,
                 state=rules.serialize(s),
                 update=upd_bytes,
                 log_entry=f"{seat},{action}".encode(),

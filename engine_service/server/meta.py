@@ -86,5 +86,9 @@ class MetaCache:
                 self._items.popitem(last=False)
         return m
 
+    def peek(self, game_id: str) -> GameMeta | None:
+        """The metadata if it is decoded already."""
+        return self._items.get(game_id)
+
     def forget(self, game_id: str) -> None:
         self._items.pop(game_id, None)

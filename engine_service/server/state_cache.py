@@ -1,8 +1,9 @@
 """Decoded states of recently used games, by (game id, version).
 
-A version of a game is written once (compare-and-set), so the state decoded for it never goes
-stale: a hit only saves decoding. Any replica may have written a newer version; the version
-read from the store on every call decides, never this cache.
+A version of a game is written once (compare-and-set), so the state kept for it never goes
+stale. Any replica may have written a newer version: a hit saves decoding a state read from
+the store, and lets a submit that names this version skip the read (its commit is refused if
+the game moved on); this cache never decides which version is current.
 """
 
 from __future__ import annotations

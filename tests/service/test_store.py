@@ -104,8 +104,8 @@ async def _after_a_drop(call: Callable[[], Awaitable[Any]]) -> Any:
     return await call()
 
 
-def test_dropped_connections_and_flushed_scripts_are_recovered(redis_url: str) -> None:
-    admin = redis.Redis.from_url(redis_url)
+def test_dropped_connections_and_flushed_scripts_are_recovered() -> None:
+    """On a Redis of its own: it drops every client's connections."""
 
     async def body(store: RedisStore) -> None:
         gid = _game_id()
@@ -122,7 +122,9 @@ def test_dropped_connections_and_flushed_scripts_are_recovered(redis_url: str) -
         rec = await _after_a_drop(lambda: store.load(gid))
         assert rec is not None and rec.version == 4 and rec.state == b"state-4"
 
-    _run(redis_url, body)
+    with support.redis_server() as url:
+        admin = redis.Redis.from_url(url)
+        _run(url, body)
 
 
 def test_many_concurrent_calls_beyond_the_hot_path_limit(redis_url: str) -> None:
