@@ -1,6 +1,6 @@
 """SubmitAction throughput and latency of the engine service, beside the floor of this machine.
 
-    python benchmarks/service.py [--seconds 10] [--clients 16] [--client-procs 1] [--json]
+    python benchmarks/service.py [--seconds 10] [--rounds 5] [--clients 16] [--client-procs 1] [--json]
 
 Starts a Redis (``redis-server`` on a free port, or ``--redis-url``), then measures, with the
 same load generator (grpc.aio clients, one game or key per client coroutine):
@@ -15,6 +15,10 @@ same load generator (grpc.aio clients, one game or key per client coroutine):
 Latencies are measured at the client, around each SubmitAction (or floor call). On a 2-core
 machine the load generator and Redis share the cores with the servers, so the two-process
 figure is bounded by the machine, not the engine: see the printed CPU count.
+
+The phases take turns (``--rounds``, each ``--seconds``/rounds long, games going on from one
+turn to the next), so that other work on the machine weighs on all of them alike: the ratios
+compare figures taken over the same stretch of time. ``--rounds 1`` runs each phase whole.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -109,6 +114,13 @@ async def floor_server(port: int, redis_url: str) -> None:
 # ---- load generators --------------------------------------------------------------------------
 
 
+class Act(NamedTuple):
+    """A legal action as the load generator keeps it between rounds (picklable)."""
+
+    id: int
+    kind: str
+
+
 def pick(acts: Any, rng: random.Random) -> int:
     """Prefer buying and defeating, then playing cards: games end in a few hundred actions."""
     for kinds in (("acquire", "defeat", "acquire_crew", "defeat_crew"), ("play",)):
@@ -122,23 +134,41 @@ def pick(acts: Any, rng: random.Random) -> int:
     return first
 
 
-async def engine_client(stub: Any, i: int, warm_until: float, stop_at: float, lat: list[int],
+@dataclass
+class Table:
+    """One client's game in progress, kept from one round to the next."""
+
+    rng: random.Random
+    game_id: str = ""
+    tokens: list[str] = field(default_factory=list)
+    seat: int = 0
+    version: int = 0
+    actions: Any = field(default_factory=list)  # LegalAction messages, or Acts between rounds
+
+
+def _acts(actions: Any) -> list[Act]:
+    return [Act(a.id, a.kind) for a in actions]
+
+
+async def engine_client(stub: Any, table: Table, warm_until: float, stop_at: float, lat: list[int],
                         stats: dict[str, int], detail: epb.ViewDetail) -> None:  # fmt: skip
     """Plays games through the API like a table holding every seat's token: after each submit
     it has the acting seat's legal actions (in the returned view); when the turn passes it asks
-    for the new seat's with ListLegalActions."""
-    rng = random.Random(i)
+    for the new seat's with ListLegalActions. A game cut by the end of a round goes on in the
+    next one."""
+    t, rng = table, table.rng
     while time.monotonic() < stop_at:
-        seats = [epb.SeatConfig(kind=pb.SeatInfo.HUMAN)] * 2
-        game = await stub.CreateGame(epb.CreateGameRequest(sets="both", seats=seats), timeout=10)
-        tokens = list(game.seat_tokens)
-        seat = game.view.to_move
-        legal = await stub.ListLegalActions(epb.ListLegalActionsRequest(game_id=game.game_id, token=tokens[seat]),
-                                            timeout=10)  # fmt: skip
-        version, actions, over = legal.version, legal.actions, False
+        if not t.game_id:
+            seats = [epb.SeatConfig(kind=pb.SeatInfo.HUMAN)] * 2
+            game = await stub.CreateGame(epb.CreateGameRequest(sets="both", seats=seats), timeout=10)
+            t.game_id, t.tokens, t.seat = game.game_id, list(game.seat_tokens), game.view.to_move
+            legal = await stub.ListLegalActions(epb.ListLegalActionsRequest(game_id=t.game_id, token=t.tokens[t.seat]),
+                                                timeout=10)  # fmt: skip
+            t.version, t.actions = legal.version, legal.actions
+        over = False
         while not over and time.monotonic() < stop_at:
-            req = epb.SubmitActionRequest(game_id=game.game_id, token=tokens[seat], expected_version=version,
-                                          action=pick(actions, rng), idempotency_key=f"{game.game_id}:{version}",
+            req = epb.SubmitActionRequest(game_id=t.game_id, token=t.tokens[t.seat], expected_version=t.version,
+                                          action=pick(t.actions, rng), idempotency_key=f"{t.game_id}:{t.version}",
                                           view_detail=detail)  # fmt: skip
             t0 = time.perf_counter_ns()
             resp = await stub.SubmitAction(req, timeout=10)
@@ -147,14 +177,16 @@ async def engine_client(stub: Any, i: int, warm_until: float, stop_at: float, la
             if time.monotonic() >= warm_until:
                 lat.append(t1 - t0)
             view = resp.view
-            version, actions, over = view.version, view.legal_actions, view.over
-            if not over and view.to_move != seat:
-                seat = view.to_move
+            t.version, t.actions, over = view.version, view.legal_actions, view.over
+            if not over and view.to_move != t.seat:
+                t.seat = view.to_move
                 legal = await stub.ListLegalActions(
-                    epb.ListLegalActionsRequest(game_id=game.game_id, token=tokens[seat]), timeout=10)  # fmt: skip
-                version, actions = legal.version, legal.actions
+                    epb.ListLegalActionsRequest(game_id=t.game_id, token=t.tokens[t.seat]), timeout=10)  # fmt: skip
+                t.version, t.actions = legal.version, legal.actions
                 stats["get_game"] += 1
-        stats["games_finished"] += over
+        if over:
+            stats["games_finished"] += 1
+            t.game_id = ""
 
 
 async def floor_client(channel: Any, i: int, warm_until: float, stop_at: float, lat: list[int], stats: dict[str, int]) -> None:
@@ -171,7 +203,8 @@ async def floor_client(channel: Any, i: int, warm_until: float, stop_at: float, 
             lat.append(t1 - t0)
 
 
-async def load(kind: str, addresses: list[str], clients: int, offset: int, warmup: float, seconds: float) -> dict[str, Any]:
+async def load(kind: str, addresses: list[str], clients: int, offset: int, warmup: float, seconds: float,
+               tables: dict[int, Table]) -> dict[str, Any]:  # fmt: skip
     channels = [grpc.aio.insecure_channel(a) for a in addresses]
     lat: list[int] = []
     stats = {"get_game": 0, "games_finished": 0, "all": 0}
@@ -184,14 +217,17 @@ async def load(kind: str, addresses: list[str], clients: int, offset: int, warmu
             tasks.append(floor_client(ch, offset + i, warm_until, stop_at, lat, stats))
         else:
             detail = epb.VIEW_DETAIL_LEGAL_ACTIONS if kind == "engine-light" else epb.VIEW_DETAIL_FULL
-            tasks.append(engine_client(rpc.EngineStub(ch), offset + i, warm_until, stop_at, lat, stats, detail))
+            table = tables.setdefault(offset + i, Table(random.Random(offset + i)))
+            tasks.append(engine_client(rpc.EngineStub(ch), table, warm_until, stop_at, lat, stats, detail))
     await asyncio.gather(*tasks)
     for ch in channels:
         await ch.close()
-    return {"lat": lat, **stats}
+    for t in tables.values():  # kept as messages while playing: no copy per submit
+        t.actions = _acts(t.actions)
+    return {"lat": lat, "tables": tables, **stats}
 
 
-def _load_proc(args: tuple[str, list[str], int, int, float, float]) -> dict[str, Any]:
+def _load_proc(args: tuple[str, list[str], int, int, float, float, dict[int, Table]]) -> dict[str, Any]:
     return asyncio.run(load(*args))
 
 
@@ -205,9 +241,15 @@ def cpu_seconds(pid: int) -> float:
 
 
 def run_load(kind: str, addresses: list[str], clients: int, procs: int, warmup: float, seconds: float,
-             server_pids: tuple[int, ...] = ()) -> dict[str, Any]:  # fmt: skip
+             server_pids: tuple[int, ...] = (), tables: dict[int, Table] | None = None) -> dict[str, Any]:  # fmt: skip
+    """One stretch of load; ``tables`` (updated) carries the engine clients' games on."""
+    tables = {} if tables is None else tables
     per = [clients // procs + (1 if p < clients % procs else 0) for p in range(procs)]
-    jobs = [(kind, addresses, n, sum(per[:p]), warmup, seconds) for p, n in enumerate(per)]
+    jobs = []
+    for p, n in enumerate(per):
+        first = sum(per[:p])
+        mine = {i: t for i, t in tables.items() if first <= i < first + n}
+        jobs.append((kind, addresses, n, first, warmup, seconds, mine))
     cpu0 = sum(cpu_seconds(p) for p in server_pids)
     if procs == 1:
         results = [_load_proc(jobs[0])]
@@ -215,9 +257,23 @@ def run_load(kind: str, addresses: list[str], clients: int, procs: int, warmup: 
         with multiprocessing.get_context("spawn").Pool(procs) as pool:
             results = pool.map(_load_proc, jobs)
     cpu = sum(cpu_seconds(p) for p in server_pids) - cpu0
-    every = sum(r["all"] for r in results)
-    lat = sorted(x for r in results for x in r["lat"])
-    n = len(lat)
+    for r in results:
+        tables.update(r.pop("tables"))
+    return {
+        "seconds": seconds,
+        "lat": [x for r in results for x in r["lat"]],
+        "all": sum(r["all"] for r in results),
+        "get_game": sum(r["get_game"] for r in results),
+        "games_finished": sum(r["games_finished"] for r in results),
+        "cpu": cpu,
+    }
+
+
+def summary(stretches: list[dict[str, Any]]) -> dict[str, Any]:
+    """Figures over stretches of one phase: calls measured after warm-up, per second of them."""
+    lat = sorted(x for s in stretches for x in s["lat"])
+    n, seconds = len(lat), sum(s["seconds"] for s in stretches)
+    every, cpu = sum(s["all"] for s in stretches), sum(s["cpu"] for s in stretches)
 
     def q(p: float) -> float:
         return lat[min(n - 1, int(p * n))] / 1000 if n else 0.0
@@ -227,8 +283,8 @@ def run_load(kind: str, addresses: list[str], clients: int, procs: int, warmup: 
         "rps": n / seconds,
         "p50_us": q(0.50),
         "p99_us": q(0.99),
-        "get_game": sum(r["get_game"] for r in results),
-        "games_finished": sum(r["games_finished"] for r in results),
+        "get_game": sum(s["get_game"] for s in stretches),
+        "games_finished": sum(s["games_finished"] for s in stretches),
         # server CPU per measured call (for the engine: per SubmitAction, its ListLegalActions and
         # CreateGame calls included), over the whole run with its warm-up
         "server_cpu_us": cpu / every * 1e6 if every else 0.0,
@@ -301,7 +357,8 @@ def stop(proc: subprocess.Popen[Any]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per phase")
-    ap.add_argument("--warmup", type=float, default=2.0)
+    ap.add_argument("--rounds", type=int, default=5, help="turns the phases take (1: each phase whole)")
+    ap.add_argument("--warmup", type=float, default=2.0, help="seconds before measuring (0.5 in later rounds)")
     ap.add_argument("--clients", type=int, default=16, help="concurrent client coroutines (games)")
     ap.add_argument("--client-procs", type=int, default=1, help="load generator processes")
     ap.add_argument("--redis-url", default="", help="use this Redis instead of starting one (it is not flushed)")
@@ -312,42 +369,54 @@ def main() -> int:
     if args.floor_server:
         asyncio.run(floor_server(int(args.floor_server[0]), args.floor_server[1]))
         return 0
+    rounds = max(1, args.rounds)
 
     procs: list[subprocess.Popen[Any]] = []
+    stretches: dict[str, list[dict[str, Any]]] = {}
     try:
         if args.redis_url:
             redis_url = args.redis_url
         else:
             rp, redis_url = start_redis()
             procs.append(rp)
-        common = (args.clients, args.client_procs, args.warmup, args.seconds)
-
         fp, faddr = start_floor(redis_url)
         procs.append(fp)
-        floor = run_load("floor", [faddr], *common, server_pids=(fp.pid,))
-        stop(fp)
-
         ep, eaddr = start_engine(redis_url)
         procs.append(ep)
-        one = run_load("engine", [eaddr], *common, server_pids=(ep.pid,))
-        light = run_load("engine-light", [eaddr], *common, server_pids=(ep.pid,))
-        two: dict[str, Any] | None = None
+        phases: list[tuple[str, str, list[str], tuple[int, ...]]] = [
+            ("floor", "floor", [faddr], (fp.pid,)),
+            ("one", "engine", [eaddr], (ep.pid,)),
+            ("light", "engine-light", [eaddr], (ep.pid,)),
+        ]
         if not args.skip_two:
             ep2, eaddr2 = start_engine(redis_url)
             procs.append(ep2)
-            two = run_load("engine", [eaddr, eaddr2], *common, server_pids=(ep.pid, ep2.pid))
+            phases.append(("two", "engine", [eaddr, eaddr2], (ep.pid, ep2.pid)))
+        tables: dict[str, dict[int, Table]] = {name: {} for name, *_ in phases}
+        for r in range(rounds):
+            warmup = args.warmup if r == 0 else min(args.warmup, 0.5)
+            for name, kind, addresses, pids in phases:
+                s = run_load(kind, addresses, args.clients, args.client_procs, warmup, args.seconds / rounds,
+                             pids, tables[name])  # fmt: skip
+                stretches.setdefault(name, []).append(s)
     finally:
         for p in procs:
             stop(p)
 
+    floor, one, light = (summary(stretches[k]) for k in ("floor", "one", "light"))
+    two = summary(stretches["two"]) if "two" in stretches else None
     ratio = one["rps"] / floor["rps"] if floor["rps"] else 0.0
+    by_round = [len(e["lat"]) / max(len(f["lat"]), 1) for f, e in zip(stretches["floor"], stretches["one"], strict=True)]
     cpus = os.cpu_count() or 1
-    print(f"machine: {cpus} CPUs; {args.clients} clients in {args.client_procs} process(es); {args.seconds:.0f}s/phase")
+    print(f"machine: {cpus} CPUs; {args.clients} clients in {args.client_procs} process(es); "
+          f"{args.seconds:.0f}s/phase in {rounds} round(s)")  # fmt: skip
     print(f"floor (gRPC + Redis GET + Lua CAS) : {floor['rps']:8.0f} calls/s  p50 {floor['p50_us']:7.0f} us  "
           f"p99 {floor['p99_us']:7.0f} us")  # fmt: skip
     print(f"engine, 1 process  SubmitAction    : {one['rps']:8.0f} calls/s  p50 {one['p50_us']:7.0f} us  "
           f"p99 {one['p99_us']:7.0f} us  ({ratio:.0%} of the floor; {one['games_finished']} games finished, "
           f"{one['get_game']} ListLegalActions calls beside)")  # fmt: skip
+    if rounds > 1:
+        print(f"  of the floor, round by round     : {' '.join(f'{x:.0%}' for x in by_round)}")
     print(f"server CPU per call                : floor {floor['server_cpu_us']:.0f} us, engine "
           f"{one['server_cpu_us']:.0f} us per SubmitAction (its ListLegalActions/CreateGame included): capacity "
           f"{floor['server_cpu_us'] / max(one['server_cpu_us'], 1e-9):.0%} of the floor")  # fmt: skip
@@ -366,6 +435,7 @@ def main() -> int:
             "floor_p50_us": round(floor["p50_us"], 1),
             "floor_p99_us": round(floor["p99_us"], 1),
             "submit_vs_floor": round(ratio, 3),
+            "submit_vs_floor_by_round": [round(x, 3) for x in by_round],
             "floor_server_cpu_us": round(floor["server_cpu_us"], 1),
             "submit_server_cpu_us": round(one["server_cpu_us"], 1),
             "submit_rps_light": round(light["rps"], 1),
@@ -377,6 +447,7 @@ def main() -> int:
             "clients": args.clients,
             "client_procs": args.client_procs,
             "seconds": args.seconds,
+            "rounds": rounds,
         }
         print(json.dumps(out))
     return 0

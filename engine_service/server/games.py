@@ -1,6 +1,7 @@
 """The engine's use cases, free of gRPC: create, view, submit, watch, list, replay, delete.
 
-Stateless: every call loads what it needs from the store, and a submit writes back only by
+Stateless: every call loads what it needs from the store (a submit naming the version this
+replica last wrote or read goes straight to the commit), and a submit writes back only by
 compare-and-set, so any number of replicas can share one store.
 """
 
