@@ -2,8 +2,8 @@
 
 Format 2 (written) is ``marshal`` of ints, strings and lists: about 4x faster than JSON both
 ways, which matters on every submit of the service. Format 1 (zlib-compressed JSON, written
-by earlier versions) is still read. These bytes are for our own store; views sent to other
-programs use ``View.serialize`` (JSON). The catalog fingerprint travels with the state, so
+by earlier versions) is still read. These bytes are for our own store; views handed to bots
+use ``View.serialize`` (its own format byte, see ``view.py``). The catalog fingerprint travels with the state, so
 bytes written under other card data are refused with a clear error instead of being read as
 different cards.
 """
