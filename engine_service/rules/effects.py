@@ -246,11 +246,24 @@ def push_ops(s: State, ops: tuple[L.Op, ...], p: int, src: int) -> None:
 # ---- acquiring and defeating -------------------------------------------------------------
 
 
-def _leave_center(s: State, p: int, sp: int, seq: list[Entry], ev: list[Event]) -> None:
-    """A card left space sp because p acquired or defeated it: p takes the Treasure under
-    it (and the coin, if p's ship is there); the space is refilled at once, then a new coin
-    is placed; Fate effects of the new card are queued first in ``seq``."""
-    s.center[sp] = -1
+def leave_center(s: State, sp: int, to: list[int], fates: list[int], ev: list[Event]) -> int:
+    """The one way a card leaves the center row (acquired, defeated or banished), in the
+    rulebooks' order: the card goes where it goes first (The Void, a discard pile, in front of
+    a seat), then its space is replaced at once ("place it in the Void and replace it in the
+    center row"), so a Void reshuffled for that replacement holds the card. Fate cards that
+    entered are added to ``fates``; Treasure under the space is the caller's business.
+    Returns the card that left."""
+    c = s.center[sp]
+    to.append(c)
+    refill(s, sp, fates, ev)
+    return c
+
+
+def _take_from_center(s: State, p: int, sp: int, to: list[int], seq: list[Entry], ev: list[Event]) -> None:
+    """p acquired or defeated the card on space sp and it goes to ``to``: p takes the
+    Treasure under it (and the coin, if p's ship is there); the space is replaced at once
+    (:func:`leave_center`), then a new coin is placed; Fate effects of the new card are
+    queued first in ``seq``."""
     under = s.under[sp]
     gained: list[int] = []
     if under:
@@ -259,7 +272,7 @@ def _leave_center(s: State, p: int, sp: int, seq: list[Entry], ev: list[Event]) 
     coin = s.board_coin
     took_coin = coin >= 0 and coin // 6 == sp and s.ship[p] == sp
     fates: list[int] = []
-    refill(s, sp, fates, ev)
+    leave_center(s, sp, to, fates, ev)
     if took_coin:
         s.board_coin = -1
         place_coin(s, ev)
@@ -291,8 +304,7 @@ def acquire(s: State, p: int, target: int, ev: list[Event]) -> None:
     else:
         c = s.center[target]
         anchored = s.ship[p] == target
-        _leave_center(s, p, target, seq, ev)
-        (s.ongoing if T.ongoing[c] else s.discards)[p].append(c)
+        _take_from_center(s, p, target, (s.ongoing if T.ongoing[c] else s.discards)[p], seq, ev)
         if anchored:
             _anchor(s, p, c, seq)
     ev.append(("acquire", p, c, target))
@@ -319,11 +331,8 @@ def defeat(s: State, p: int, target: int, ev: list[Event]) -> None:
     else:
         c = s.center[target]
         anchored = s.ship[p] == target
-        _leave_center(s, p, target, seq, ev)
-        if T.ongoing[c]:
-            s.ongoing[p].append(c)
-        else:
-            s.void.append(c)
+        # an Ongoing Monster stays in front of its defeater; any other goes to The Void
+        _take_from_center(s, p, target, s.ongoing[p] if T.ongoing[c] else s.void, seq, ev)
         s.flags |= F_PLUNDER
         if anchored:
             _anchor(s, p, c, seq)
@@ -349,6 +358,18 @@ def raid_victims(s: State, p: int) -> list[int]:
     if sp < 0:
         return []
     return [q for q in range(s.n) if q != p and s.ship[q] == sp and (s.treasures[q] or s.coins[q])]
+
+
+def may_prevent_raid(s: State, q: int) -> bool:
+    """Whether seat q is asked if it prevents a first Raid attempt. Decided on what every seat
+    knows, never on q's hand alone, so that being asked (or not) reveals nothing: q has cards
+    in hand and a prevention card is among its hand and deck together (a multiset every seat
+    knows: each card entering or leaving them is public). A seat asked with no prevention card
+    in hand has only "let the Raid happen" to answer."""
+    if not s.hands[q]:
+        return False
+    prevent = s.T.prevent
+    return any(prevent[c] for c in s.hands[q]) or any(prevent[c] for c in s.decks[q])
 
 
 def banish_options(s: State, q: int, zones: int) -> bool:

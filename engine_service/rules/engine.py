@@ -425,11 +425,9 @@ def _banish_discard(s: State, d: tuple[Any, ...], c: int, ev: list[Event]) -> No
 def _banish_center(s: State, d: tuple[Any, ...], sp: int, ev: list[Event]) -> None:
     """The card goes to The Void and is replaced at once; Treasure under it and the coin on
     its space stay on the space (see docs/rules-notes.md)."""
-    c = s.center[sp]
-    s.void.append(c)
-    ev.append(("banish", d[1], c, "center"))
+    ev.append(("banish", d[1], s.center[sp], "center"))
     fates: list[int] = []
-    E.refill(s, sp, fates, ev)
+    E.leave_center(s, sp, s.void, fates, ev)
     for f in reversed(fates):
         E.push_ops(s, s.T.fate[f], s.active, f)
 
@@ -441,8 +439,7 @@ def _raid_take(s: State, d: tuple[Any, ...], arg: int, ev: list[Event]) -> None:
     first = not s.flags & F_RAID_ATTEMPTED
     s.flags |= F_RAID_ATTEMPTED
     ev.append(("raid", p, victim, item))
-    prevent = s.T.prevent
-    if first and any(prevent[c] for c in s.hands[victim]):
+    if first and E.may_prevent_raid(s, victim):
         s.stack.append(((E.I_PREVENT, p, item), victim, d[2]))
         return
     _transfer(s, p, victim, item, ev)

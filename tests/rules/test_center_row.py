@@ -35,6 +35,40 @@ def test_the_void_is_reshuffled_into_an_empty_center_deck() -> None:
     assert len(s.center_deck) == 1 and s.void == []
 
 
+def test_a_defeated_monster_goes_to_the_void_before_its_space_is_replaced() -> None:
+    # "After defeating a Monster, place it in the Void and replace it in the center row": with
+    # an empty center deck, the Void reshuffled for the replacement holds that Monster.
+    s = scenario(center={1: "gullet_eel"}, center_deck=[], power=2)
+    s.void = [cid(s, "storm_petrel")]
+    act(s, A.DEFEAT, 1)
+    assert sorted([s.center[1], *s.center_deck]) == sorted([cid(s, "gullet_eel"), cid(s, "storm_petrel")])
+    assert s.void == []
+    # alone in The Void, it comes straight back
+    s = scenario(center={1: "gullet_eel"}, center_deck=[], power=2)
+    s.void = []
+    act(s, A.DEFEAT, 1)
+    assert s.center[1] == cid(s, "gullet_eel") and s.center_deck == [] and s.void == []
+
+
+def test_a_banished_card_goes_to_the_void_before_its_space_is_replaced() -> None:
+    # The banish path, the same order: Brine Hag's reward banishes Gullet Eel while the center
+    # deck is empty; The Void reshuffled for the replacement holds both Monsters.
+    s = scenario(center={1: "gullet_eel", 2: "brine_hag"}, center_deck=["wave_walkers"], power=5)
+    s.void = []
+    act(s, A.DEFEAT, 2)
+    assert s.center[2] == cid(s, "wave_walkers") and s.center_deck == []
+    act(s, A.BANISH_CENTER, 1)
+    assert sorted([s.center[1], *s.center_deck]) == sorted([cid(s, "gullet_eel"), cid(s, "brine_hag")])
+    assert s.void == []
+
+
+def test_an_acquired_card_never_passes_through_the_void() -> None:
+    s = scenario(center={0: "wave_walkers"}, center_deck=[], runes=2)
+    s.void = []
+    act(s, A.ACQUIRE, 0)
+    assert s.discards[0][-1] == cid(s, "wave_walkers") and s.center[0] == -1
+
+
 def test_mid_turn_reshuffle_does_not_take_heroes_played_this_turn() -> None:
     s = scenario(hand=["apprentice", "sunken_oracle"], deck=[], discard=["militia"])
     play(s, "apprentice")

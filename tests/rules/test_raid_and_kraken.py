@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine_service import rules
 from engine_service.rules import actions as A
 from engine_service.rules.scenario import scenario
 from engine_service.rules.state import COIN_ITEM, DEEP, KRAKEN_IN_DEEP
@@ -57,6 +58,34 @@ def test_the_victim_may_let_the_raid_happen() -> None:
     assert s.to_move() == 1
     act(s, A.SKIP)
     assert s.coins[0] == [3 | 64] and s.coins[1] == []  # the coin keeps its face (down)
+
+
+def test_a_victim_owning_a_prevention_card_is_asked_even_without_one_in_hand() -> None:
+    # Being asked must not tell the table whether the card is in hand (docs/rules-notes.md):
+    # with it in the deck only, the one answer is to let the Raid happen.
+    s = scenario(hand=["talons_of_amaruk"], ships=[2, 2], treasures={1: ["gold"]},
+                 hands={1: ["militia"]}, decks={1: ["fleet_reinforcements"]})  # fmt: skip
+    play(s, "talons_of_amaruk")
+    act(s, A.RAID_TAKE, raid(1, cid(s, "gold")))
+    assert s.to_move() == 1 and s.decision is not None and s.decision[0] == A.D_PREVENT
+    assert rules.legal_actions(s) == [A.encode(A.SKIP)]
+    events = act(s, A.SKIP)
+    assert ("raided", 0, 1, cid(s, "gold")) in events and s.treasures[0] == [cid(s, "gold")]
+
+
+def test_no_question_when_the_table_knows_the_victim_cannot_prevent() -> None:
+    # no prevention card among hand and deck (here: in the discard pile)...
+    s = scenario(hand=["talons_of_amaruk"], ships=[2, 2], treasures={1: ["gold"]},
+                 hands={1: ["militia"]}, decks={1: ["apprentice"]}, discards={1: ["fleet_reinforcements"]})  # fmt: skip
+    play(s, "talons_of_amaruk")
+    act(s, A.RAID_TAKE, raid(1, cid(s, "gold")))
+    assert s.to_move() == 0 and s.treasures[0] == [cid(s, "gold")]
+    # ...or an empty hand
+    s = scenario(hand=["talons_of_amaruk"], ships=[2, 2], treasures={1: ["gold"]},
+                 hands={1: []}, decks={1: ["fleet_reinforcements"]})  # fmt: skip
+    play(s, "talons_of_amaruk")
+    act(s, A.RAID_TAKE, raid(1, cid(s, "gold")))
+    assert s.to_move() == 0 and s.treasures[0] == [cid(s, "gold")]
 
 
 def test_treasure_cards_go_under_the_next_non_treasure_and_come_with_it() -> None:
