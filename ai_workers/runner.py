@@ -23,7 +23,7 @@ from typing import Any
 from ai_workers import engine_client as ec
 from ai_workers import metrics
 from ai_workers.bots.settings import BotSettings, BotSettingsError
-from ai_workers.decide import decide
+from ai_workers.decide import Decision, decide
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2
 
@@ -95,12 +95,17 @@ def play_move(
         )
         return _done(STALE)
     legal = [a.id for a in gv.legal_actions]
-    try:
-        view: rules.View | None = rules.View.deserialize(gv.rules_view)
-    except Exception as e:
-        log.error("game %s seat %s: unreadable rules view (%s)", game_id, seat, e)
-        view = None
-    d = decide(view, legal, settings)
+    if len(legal) == 1:
+        # Nothing to choose (e.g. a Raid the seat holds no card to prevent, which every
+        # victim is asked so that the question reveals nothing): submitted at once, no bot runs.
+        d = Decision(legal[0], settings.name, 0.0)
+    else:
+        try:
+            view: rules.View | None = rules.View.deserialize(gv.rules_view)
+        except Exception as e:
+            log.error("game %s seat %s: unreadable rules view (%s)", game_id, seat, e)
+            view = None
+        d = decide(view, legal, settings)
     metrics.decision_seconds.labels(settings.name).observe(d.seconds)
     if d.fallback:
         metrics.fallbacks.labels(settings.name, d.fallback).inc()

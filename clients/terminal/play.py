@@ -84,7 +84,8 @@ class PlaySession:
         try:
             while not self.view.over:
                 if self.view.to_move == self.me and self.view.legal_actions:
-                    self._my_move()
+                    if not self._auto_answer():
+                        self._my_move()
                 else:
                     self._wait_for_others()
         except QuitGame:
@@ -131,6 +132,20 @@ class PlaySession:
                 raise QuitGame from None
             if self._command(raw):
                 return
+
+    def _auto_answer(self) -> bool:
+        """Answer at once a choice whose only answer is to decline, with a line saying so:
+        e.g. the victim of a Raid is asked whenever the table cannot tell whether they hold a
+        card to prevent it (so that being asked reveals nothing), also when they hold none."""
+        actions = self.view.legal_actions
+        if len(actions) != 1 or actions[0].kind != "skip":
+            return False
+        line = Text(f"{actions[0].description}: your only choice, answered for you.", style="yellow")
+        self._catch_up()
+        self._submit(actions[0])
+        self.console.print(line)
+        self.note = line  # shown again above the prompt once the screen is redrawn
+        return True
 
     def _command(self, raw: str) -> bool:
         """Handle one line of input; True once the view changed (redraw needed)."""

@@ -168,3 +168,35 @@ def test_engine_address_from_the_environment(
     _, p = new_game(engine)
     monkeypatch.setenv("ENGINE_ADDRESS", engine.address)
     assert runner.play_move(**{**p, "engine_address": ""}) == runner.PLAYED
+
+
+class CountsItsCalls:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
+        self.calls += 1
+        return legal[0]
+
+
+def test_a_move_with_one_legal_action_is_submitted_without_running_the_bot(
+    engine: support.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # e.g. a Raid the seat has no card to prevent (every victim is asked, so that the question
+    # reveals nothing); here the simplest such move: spent out, only ending the turn is left.
+    game, p = new_game(engine)
+    stub, token = engine.stub(), p["token"]
+    for _ in range(60):
+        gv = stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=token), timeout=CALL)
+        if gv.to_move != p["seat"] or len(gv.legal_actions) == 1:
+            break
+        action = next(a.id for a in reversed(gv.legal_actions) if a.kind != "end_turn")
+        stub.SubmitAction(
+            epb.SubmitActionRequest(game_id=game.game_id, token=token, expected_version=gv.version,
+                                    action=action), timeout=CALL)  # fmt: skip
+    assert gv.to_move == p["seat"] and [a.kind for a in gv.legal_actions] == ["end_turn"]
+    bot = CountsItsCalls()
+    monkeypatch.setitem(registry._cache, "counts", bot)
+    q = {**p, "version": gv.version, "bot": {**p["bot"], "name": "counts"}}
+    assert runner.play_move(**q) == runner.PLAYED
+    assert version(engine, game.game_id) == gv.version + 1 and bot.calls == 0
