@@ -151,14 +151,15 @@ def draw_from_bag(s: State) -> int:
 
 def place_coin(s: State, ev: list[Event]) -> None:
     """Draw a coin from the Treasure Bag onto the space of its color; The Ghost Pirate moves
-    one space towards it. An empty bag leaves the board without a coin."""
+    one space towards it (already on that space, it stays: it moves onto no ship). An empty
+    bag leaves the board without a coin."""
     if not s.bag:
         s.board_coin = -1
         return
     coin = draw_from_bag(s)
     s.board_coin = coin
     ev.append(("coin_placed", coin))
-    if s.ghost >= 0:
+    if s.ghost >= 0 and s.ghost != coin // 6:
         move_ghost(s, step_towards(s.ghost, coin // 6), ev)
 
 

@@ -154,3 +154,14 @@ def test_coin_diver_takes_a_coin_only_in_the_deep() -> None:
     s.ship[0] = 2
     play(s, "coin_diver")
     assert len(s.coins[0]) == 1 and cid(s, "coin_diver") in s.played[0]
+
+
+def test_the_ghost_already_on_the_new_coins_space_stays_and_takes_no_crew() -> None:
+    # "The Ghost Pirate moves one space towards it": already there, it does not move, so it
+    # does not move onto the ships on its space.
+    s = scenario(sets="cotgi", center={2: "mirewitch"}, ships=[2, 3], crew=[0, 3], runes=3,
+                 board_coin=coin(2, L.POWER), ghost=3)  # fmt: skip
+    s.bag = [coin(3, L.RUNES)]  # the next coin goes on the Ghost's space
+    events = act(s, A.ACQUIRE, 2)
+    assert s.board_coin == coin(3, L.RUNES) and s.ghost == 3
+    assert s.crew[1] == 3 and not any(e[0] in ("ghost_moved", "ghost_hit") for e in events)
