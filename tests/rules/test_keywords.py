@@ -72,6 +72,20 @@ def test_fate_triggers_when_a_card_enters_the_row_in_play() -> None:
     assert s.ship[1] == 4  # 3 -> 4, towards The Deep
 
 
+def test_fate_of_a_card_filling_a_space_at_the_end_of_a_turn_resolves_for_the_next_seat() -> None:
+    # A space left empty (center deck and The Void both empty) is filled at the end of the
+    # turn once a card is in The Void; its Fate resolves at the start of the next seat's turn.
+    s = scenario(sets="cotgi", center={3: "gilded_lookout"}, center_deck=[], ships=[0, 2], runes=9, ghost=DEEP)
+    s.void = []
+    act(s, A.ACQUIRE, 3)
+    assert s.center[3] == -1
+    s.void = [cid(s, "hexed_parrots")]  # Fate: The Ghost Pirate moves one space clockwise
+    events = act(s, A.END_TURN)
+    assert s.center[3] == cid(s, "hexed_parrots") and s.active == 1 and s.ghost == 0
+    kinds = [e[0] for e in events]
+    assert kinds.index("enter_center") < kinds.index("turn_start") < kinds.index("ghost_moved")
+
+
 def test_unite_resolves_once_whichever_hero_came_first() -> None:
     s = scenario(hand=["reefborn_scout", "talons_of_amaruk", "storm_petrel"])
     play(s, "reefborn_scout")
