@@ -16,8 +16,10 @@ from clients.sdk._requests import (
     submit_request,
 )
 from clients.sdk.errors import (
+    RESYNC_CODES,
     TRANSIENT_CODES,
     AscensionError,
+    Resync,
     UnavailableError,
     VersionConflictError,
     from_rpc_error,
@@ -130,6 +132,10 @@ class AsyncClient:
         if version > self._versions.get(game_id, 0):
             self._versions[game_id] = version
 
+    def _reset_seen(self, game_id: str, version: int) -> None:
+        """The store's version, even below what was seen (it lost versions)."""
+        self._versions[game_id] = version
+
     def known_version(self, game_id: str) -> int | None:
         return self._versions.get(game_id)
 
@@ -194,9 +200,20 @@ class AsyncClient:
     ) -> Callable[[], Awaitable[engine_pb2.SubmitActionResponse]]:
         return lambda: self._stub.SubmitAction(req, timeout=self.timeout)
 
-    def watch(self, game_id: str, after_version: int = 0, *, reconnect: bool = True) -> AsyncWatch:
+    def watch(
+        self,
+        game_id: str,
+        after_version: int = 0,
+        *,
+        reconnect: bool = True,
+        resync: bool = True,
+        after_commit_id: str = "",
+    ) -> AsyncWatch:
         """Updates after ``after_version``, then each new one, until the game ends."""
-        return AsyncWatch(self, game_id, after_version, reconnect=reconnect)
+        return AsyncWatch(
+            self, game_id, after_version, reconnect=reconnect, resync=resync,
+            after_commit_id=after_commit_id,
+        )  # fmt: skip
 
     async def list_games(
         self, *, page_size: int = 50, page_token: str = "", active_only: bool = False
@@ -224,8 +241,10 @@ class AsyncClient:
         self._catalogs[cat.fingerprint] = cat
         return cat
 
-    def _open_watch(self, game_id: str, after_version: int) -> _AioStream:
-        req = engine_pb2.WatchGameRequest(game_id=game_id, after_version=after_version)
+    def _open_watch(self, game_id: str, after_version: int, after_commit_id: str = "") -> _AioStream:
+        req = engine_pb2.WatchGameRequest(
+            game_id=game_id, after_version=after_version, after_commit_id=after_commit_id
+        )
         return self._stub.WatchGame(req)
 
 
@@ -234,12 +253,22 @@ class AsyncWatch:
     (``last_version`` is where to resume from)."""
 
     def __init__(
-        self, client: AsyncClient, game_id: str, after_version: int, *, reconnect: bool
+        self,
+        client: AsyncClient,
+        game_id: str,
+        after_version: int,
+        *,
+        reconnect: bool,
+        resync: bool = True,
+        after_commit_id: str = "",
     ) -> None:
         self._client = client
         self.game_id = game_id
         self.last_version = after_version
+        self.last_commit_id = after_commit_id
+        self.resyncs: list[Resync] = []  # as Watch.resyncs
         self._reconnect = reconnect
+        self._resync = resync
         self._call: _AioStream | None = None
         self._iter: AsyncIterator[game_pb2.GameUpdate] | None = None
         self._cancelled = False
@@ -277,7 +306,9 @@ class AsyncWatch:
             if self._cancelled or self._done:
                 raise StopAsyncIteration
             if self._iter is None:
-                self._call = self._client._open_watch(self.game_id, self.last_version)
+                self._call = self._client._open_watch(
+                    self.game_id, self.last_version, self.last_commit_id
+                )
                 self._iter = self._call.__aiter__()
             try:
                 update = await self._iter.__anext__()
@@ -294,17 +325,29 @@ class AsyncWatch:
                     raise StopAsyncIteration from None
                 if isinstance(e, asyncio.CancelledError):
                     raise
+                if self._resync and status_name(e) in RESYNC_CODES:
+                    await self._resynchronise(from_rpc_error(e))
+                    continue
                 failures = await self._backoff(failures, e)
                 continue
             if update.version <= self.last_version:
                 continue
             failures = 0
-            self.last_version = update.version
+            self.last_version, self.last_commit_id = update.version, update.commit_id
             self._client._seen(self.game_id, update.version)
             if update.over:
                 self._done = True
                 self._drop()
             return update
+
+    async def _resynchronise(self, error: AscensionError) -> None:
+        """Go on from the game as the server holds it now."""
+        view = await self._client.get_view(self.game_id)
+        self.resyncs.append(Resync(error, self.last_version, view.version))
+        self._client._reset_seen(self.game_id, view.version)
+        self.last_version, self.last_commit_id = view.version, view.commit_id
+        if view.over:
+            self._done = True
 
     async def _game_over(self) -> bool:
         try:

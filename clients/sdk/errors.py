@@ -7,6 +7,7 @@ message (e.g. the rules' reason an action is not legal), ``error.code`` the gRPC
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from clients.sdk._grpc import grpc
@@ -74,6 +75,23 @@ class HistoryGoneError(AscensionError):
     code = "OUT_OF_RANGE"
 
 
+class DataLossError(AscensionError):
+    """The store lost versions the caller had received (DATA_LOSS: a Redis rollback); the game
+    goes on from the store's version: read it again."""
+
+    code = "DATA_LOSS"
+
+
+@dataclass(frozen=True, slots=True)
+class Resync:
+    """A watch started again from the game's current version: what it was told, the version it
+    had reached, and the version it went on from (which may be lower, after DATA_LOSS)."""
+
+    error: AscensionError
+    from_version: int
+    to_version: int
+
+
 class UnavailableError(AscensionError):
     """The server could not be reached in time (UNAVAILABLE, DEADLINE_EXCEEDED)."""
 
@@ -94,12 +112,15 @@ _BY_CODE: dict[str, type[AscensionError]] = {
     "FAILED_PRECONDITION": IllegalActionError,
     "ABORTED": VersionConflictError,
     "OUT_OF_RANGE": HistoryGoneError,
+    "DATA_LOSS": DataLossError,
     "UNAVAILABLE": UnavailableError,
     "DEADLINE_EXCEEDED": UnavailableError,
 }
 
 # Status codes after which repeating the very same request may succeed.
 TRANSIENT_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})
+# A watch told these reads the game again and goes on from its current version.
+RESYNC_CODES = frozenset({"OUT_OF_RANGE", "DATA_LOSS"})
 
 
 def status_name(error: grpc.RpcError) -> str:

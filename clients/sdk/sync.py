@@ -18,8 +18,10 @@ from clients.sdk._requests import (
     submit_request,
 )
 from clients.sdk.errors import (
+    RESYNC_CODES,
     TRANSIENT_CODES,
     AscensionError,
+    Resync,
     UnavailableError,
     VersionConflictError,
     from_rpc_error,
@@ -114,6 +116,11 @@ class Client:
             if version > self._versions.get(game_id, 0):
                 self._versions[game_id] = version
 
+    def _reset_seen(self, game_id: str, version: int) -> None:
+        """The store's version, even below what was seen (it lost versions)."""
+        with self._lock:
+            self._versions[game_id] = version
+
     def known_version(self, game_id: str) -> int | None:
         """The newest version of the game this client has seen, if any."""
         with self._lock:
@@ -185,13 +192,28 @@ class Client:
             self._seen(game_id, resp.view.version)
             return resp
 
-    def watch(self, game_id: str, after_version: int = 0, *, reconnect: bool = True) -> Watch:
+    def watch(
+        self,
+        game_id: str,
+        after_version: int = 0,
+        *,
+        reconnect: bool = True,
+        resync: bool = True,
+        after_commit_id: str = "",
+    ) -> Watch:
         """Updates after ``after_version``, then each new one, until the game ends.
 
         Iterate the returned :class:`Watch`; a broken stream is reconnected from the last
-        version received (no update is lost or repeated). ``watch.cancel()`` stops it.
+        update received, naming its commit id (no update is lost or repeated). When the server
+        no longer holds what the watch needs (OUT_OF_RANGE: too old, or fell behind; DATA_LOSS:
+        the store lost versions this watch received), the watch resynchronises (``resync``):
+        it reads the game again and goes on from its current version, noting it in
+        ``watch.resyncs``; with ``resync=False`` it raises. ``watch.cancel()`` stops it.
         """
-        return Watch(self, game_id, after_version, reconnect=reconnect)
+        return Watch(
+            self, game_id, after_version, reconnect=reconnect, resync=resync,
+            after_commit_id=after_commit_id,
+        )  # fmt: skip
 
     def list_games(
         self, *, page_size: int = 50, page_token: str = "", active_only: bool = False
@@ -223,8 +245,10 @@ class Client:
 
     # -- used by Watch -----------------------------------------------------------------------
 
-    def _open_watch(self, game_id: str, after_version: int) -> Any:
-        req = engine_pb2.WatchGameRequest(game_id=game_id, after_version=after_version)
+    def _open_watch(self, game_id: str, after_version: int, after_commit_id: str = "") -> Any:
+        req = engine_pb2.WatchGameRequest(
+            game_id=game_id, after_version=after_version, after_commit_id=after_commit_id
+        )
         return self._stub.WatchGame(req)
 
 
@@ -236,12 +260,22 @@ class Watch(Iterator[game_pb2.GameUpdate]):
     """
 
     def __init__(
-        self, client: Client, game_id: str, after_version: int, *, reconnect: bool
+        self,
+        client: Client,
+        game_id: str,
+        after_version: int,
+        *,
+        reconnect: bool,
+        resync: bool = True,
+        after_commit_id: str = "",
     ) -> None:
         self._client = client
         self.game_id = game_id
         self.last_version = after_version
+        self.last_commit_id = after_commit_id
+        self.resyncs: list[Resync] = []  # each time the watch had to start again from the game
         self._reconnect = reconnect
+        self._resync = resync
         self._call: Any = None
         self._cancelled = False
         self._done = False
@@ -275,7 +309,9 @@ class Watch(Iterator[game_pb2.GameUpdate]):
             if self._cancelled or self._done:
                 raise StopIteration
             if self._call is None:
-                self._call = self._client._open_watch(self.game_id, self.last_version)
+                self._call = self._client._open_watch(
+                    self.game_id, self.last_version, self.last_commit_id
+                )
             try:
                 update: game_pb2.GameUpdate = next(self._call)
             except StopIteration:
@@ -289,17 +325,29 @@ class Watch(Iterator[game_pb2.GameUpdate]):
                 self._call = None
                 if self._cancelled:
                     raise StopIteration from None
+                if self._resync and status_name(e) in RESYNC_CODES:
+                    self._resynchronise(from_rpc_error(e))
+                    continue
                 failures = self._backoff(failures, e)
                 continue
             if update.version <= self.last_version:
                 continue  # already delivered before a reconnect
             failures = 0
-            self.last_version = update.version
+            self.last_version, self.last_commit_id = update.version, update.commit_id
             self._client._seen(self.game_id, update.version)
             if update.over:
                 self._done = True
                 self.cancel_stream()
             return update
+
+    def _resynchronise(self, error: AscensionError) -> None:
+        """Go on from the game as the server holds it now."""
+        view = self._client.get_view(self.game_id)
+        self.resyncs.append(Resync(error, self.last_version, view.version))
+        self._client._reset_seen(self.game_id, view.version)
+        self.last_version, self.last_commit_id = view.version, view.commit_id
+        if view.over:
+            self._done = True
 
     def cancel_stream(self) -> None:
         call, self._call = self._call, None

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Callable
 
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from engine_service.api.ascension.v1 import engine_pb2, engine_pb2_grpc
@@ -18,10 +17,12 @@ from engine_service.server.config import Settings
 from engine_service.server.dispatch import make_dispatcher
 from engine_service.server.games import Games
 from engine_service.server.grpc_compat import aio
+from engine_service.server.health import Health
 from engine_service.server.metrics import Metrics
 from engine_service.server.service import SERVICE, EngineService
 from engine_service.server.sweeper import Sweeper
-from engine_service.store import StoreError, open_store
+from engine_service.server.watch import WatchHub, WatchLimits
+from engine_service.store import CachingStore, Store, StoreError, StoreSettings, open_store
 from engine_service.store.timed import TimedStore
 
 log = logging.getLogger("ascension.engine")
@@ -40,18 +41,83 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
     ]
 
 
-async def _wait_for_store(store: TimedStore, seconds: float = 30.0) -> None:
+def redacted(url: str) -> str:
+    """The URL without its password (for logs)."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not sep or not at:
+        return url
+    user = userinfo.partition(":")[0]
+    return f"{scheme}://{user + ':***' if user else '***'}@{host}"
+
+
+class StoreUnreachable(Exception):
+    """The store did not answer within ENGINE_STORE_STARTUP_SECONDS."""
+
+
+async def _wait_for_store(store: Store, where: str, seconds: float) -> None:
+    """Wait until the store answers; health stays NOT_SERVING meanwhile. One warning line when
+    it does not answer at once, then one every minute."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
+    start = loop.time()
+    told = -1.0
     while True:
         try:
             await store.ping()
-            return
         except StoreError as e:
-            if loop.time() >= deadline:
-                raise
-            log.warning("waiting for the store: %s", e)
+            waited = loop.time() - start
+            if seconds and waited >= seconds:
+                raise StoreUnreachable(
+                    f"the store at {where} did not answer within {seconds:.0f}s: {e}"
+                ) from None
+            if told < 0 or waited - told >= 60:
+                log.warning(
+                    "waiting for the store at %s (%s); health is NOT_SERVING until it answers",
+                    where,
+                    e,
+                )
+                told = waited
             await asyncio.sleep(1.0)
+            continue
+        if told >= 0:
+            log.info("the store at %s answers after %.1fs", where, loop.time() - start)
+        return
+
+
+def build_store(settings: Settings, metrics: Metrics) -> CachingStore:
+    """Redis or memory, timed, behind this replica's cache (which reports rollbacks)."""
+    inner = open_store(
+        settings.redis_url,
+        StoreSettings(
+            window=settings.stream_maxlen,
+            finished_ttl=settings.game_ttl_seconds,
+            idle_ttl=settings.idle_game_ttl_seconds,
+        ),
+        settings.redis_timeout_seconds,
+        mode=settings.redis_mode,
+        retry_seconds=settings.redis_retry_seconds,
+        wait_replicas=settings.redis_wait_replicas,
+        wait_timeout_ms=settings.redis_wait_timeout_ms,
+    )
+
+    def on_rollback(game_id: str, seen: str) -> None:
+        metrics.rollbacks_detected.inc()
+        log.warning("game %s: the store lost versions: %s", game_id, seen)
+
+    return CachingStore(TimedStore(inner, metrics.observe_store), on_rollback)
+
+
+async def _tidy(store: Store, stop: asyncio.Event, seconds: float = 60.0) -> None:
+    """Drop index entries of expired games now and then (bounded work per round)."""
+    while not stop.is_set():
+        try:
+            await store.tidy(2000)
+        except StoreError as e:
+            log.warning("tidying the store's indexes skipped: %s", e)
+        except Exception:
+            log.exception("tidying the store's indexes failed")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
 
 
 async def serve(
@@ -61,11 +127,7 @@ async def serve(
 ) -> None:
     """Run until SIGTERM/SIGINT (or ``stop``), then shut down gracefully."""
     metrics = Metrics()
-    store = TimedStore(
-        open_store(settings.redis_url, settings.stream_maxlen, settings.redis_timeout_seconds),
-        metrics.observe_store,
-    )
-    await _wait_for_store(store)
+    store = build_store(settings, metrics)
     server = aio.server(options=server_options(settings))
     port = server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
     if port == 0:
@@ -77,9 +139,16 @@ async def serve(
         settings.local_ai_target,
         settings.local_ai_processes,
     )
-    games = Games(store, dispatcher, metrics, advertise, settings.game_ttl_seconds)
+    hub = WatchHub(
+        store,
+        metrics,
+        WatchLimits(
+            per_replica=settings.watch_max_streams, per_peer=settings.watch_max_streams_per_peer
+        ),
+    )
+    games = Games(store, dispatcher, metrics, advertise, hub)
     engine_pb2_grpc.add_EngineServicer_to_server(EngineService(games, metrics), server)
-    health = health_aio.HealthServicer()
+    health = Health()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = (
         engine_pb2.DESCRIPTOR.services_by_name["Engine"].full_name,
@@ -91,7 +160,7 @@ async def serve(
         metrics.serve(settings.metrics_port, settings.host)
     await server.start()
     for name in ("", SERVICE):
-        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     stop = stop or asyncio.Event()
     drain = [False]
 
@@ -103,11 +172,24 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not main thread / not POSIX
             loop.add_signal_handler(sig, on_signal, sig)
+    where = redacted(settings.redis_url) if settings.redis_url else "in process"
+    waiting = asyncio.ensure_future(_wait_for_store(store, where, settings.store_startup_seconds))
+    await asyncio.wait({waiting, asyncio.ensure_future(stop.wait())},
+                       return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+    if not waiting.done():
+        waiting.cancel()
+    elif waiting.exception() is not None:
+        await server.stop(0)
+        await dispatcher.close()
+        await store.close()
+        raise waiting.exception()  # type: ignore[misc]
+    for name in ("", SERVICE):
+        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     housekeeping_stop = asyncio.Event()
     sweeper = Sweeper(
         store, dispatcher, metrics, settings.ai_sweep_seconds, settings.ai_stall_seconds
     )
-    housekeeping = asyncio.create_task(sweeper.run(housekeeping_stop))
+    housekeeping = asyncio.gather(sweeper.run(housekeeping_stop), _tidy(store, housekeeping_stop))
     address = f"{settings.host}:{port}"
     metrics_where = (
         f"metrics on :{settings.metrics_port}" if settings.metrics_port else "metrics off"
@@ -122,10 +204,18 @@ async def serve(
     await stop.wait()
     await health.enter_graceful_shutdown()
     if drain[0] and settings.shutdown_drain_seconds > 0:
-        log.info("SIGTERM: health NOT_SERVING, still serving for %.1fs", settings.shutdown_drain_seconds)
+        log.info(
+            "SIGTERM: health NOT_SERVING, still serving for %.1fs", settings.shutdown_drain_seconds
+        )
         await asyncio.sleep(settings.shutdown_drain_seconds)
-    log.info("shutting down: no new calls, finishing calls in flight (grace %.0fs)", settings.shutdown_grace_seconds)
-    games.stopping.set()  # watch streams end with UNAVAILABLE and the version to resume after
+    log.info(
+        "shutting down: no new calls, finishing calls in flight (grace %.0fs)",
+        settings.shutdown_grace_seconds,
+    )
+    # Streams would hold the grace period: watch streams end with UNAVAILABLE and the version
+    # to resume after, health watches after telling NOT_SERVING.
+    await hub.stop()
+    await health.close_streams()
     await server.stop(settings.shutdown_grace_seconds)
     housekeeping_stop.set()
     await housekeeping

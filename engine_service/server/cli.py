@@ -36,12 +36,15 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    from engine_service.server.app import serve
+    from engine_service.server.app import StoreUnreachable, serve
 
     try:
         asyncio.run(serve(settings))
     except KeyboardInterrupt:
         return 130
+    except StoreUnreachable as e:
+        print(f"ascension-engine: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"ascension-engine: {e}", file=sys.stderr)
         return 1

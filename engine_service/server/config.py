@@ -23,6 +23,41 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("REDIS_URL", "redis_url", str, "", "Redis URL; unset = games kept in process"),
+    Option(
+        "ENGINE_REDIS_MODE",
+        "redis_mode",
+        str,
+        "standalone",
+        "standalone, or cluster (REDIS_URL names any node of a Redis Cluster)",
+    ),
+    Option(
+        "ENGINE_REDIS_WAIT_REPLICAS",
+        "redis_wait_replicas",
+        int,
+        0,
+        "replicas that must confirm each commit (Redis WAIT) before it is acknowledged",
+    ),
+    Option(
+        "ENGINE_REDIS_WAIT_TIMEOUT_MS",
+        "redis_wait_timeout_ms",
+        int,
+        1000,
+        "how long a commit waits for those replicas",
+    ),
+    Option(
+        "ENGINE_REDIS_RETRY_SECONDS",
+        "redis_retry_seconds",
+        float,
+        5.0,
+        "how long a call retries a dropped Redis connection before UNAVAILABLE",
+    ),
+    Option(
+        "ENGINE_STORE_STARTUP_SECONDS",
+        "store_startup_seconds",
+        float,
+        0.0,
+        "at start, how long to wait for the store (0 = as long as it takes)",
+    ),
     Option("ENGINE_HOST", "host", str, "0.0.0.0", "address to bind the gRPC port to"),
     Option("ENGINE_GRPC_PORT", "grpc_port", int, 50051, "gRPC port (0 = any free port)"),
     Option(
@@ -50,11 +85,36 @@ OPTIONS: tuple[Option, ...] = (
         86400,
         "how long a finished game is kept",
     ),
+    Option(
+        "ENGINE_IDLE_GAME_TTL_SECONDS",
+        "idle_game_ttl_seconds",
+        int,
+        604800,
+        "how long an unfinished game is kept after its last move",
+    ),
     Option("ENGINE_SHUTDOWN_GRACE_SECONDS", "shutdown_grace_seconds", float, 20.0, "SIGTERM grace"),
     Option("ENGINE_SHUTDOWN_DRAIN_SECONDS", "shutdown_drain_seconds", float, 2.0, "NOT_SERVING before stopping"),
     Option("ENGINE_MAX_MESSAGE_BYTES", "max_message_bytes", int, 4194304, "max gRPC message size"),
     Option(
-        "ENGINE_STREAM_MAXLEN", "stream_maxlen", int, 10000, "updates kept per game for WatchGame"
+        "ENGINE_STREAM_MAXLEN",
+        "stream_maxlen",
+        int,
+        16,
+        "recent updates (and idempotency keys) kept per live game",
+    ),
+    Option(
+        "ENGINE_WATCH_MAX_STREAMS",
+        "watch_max_streams",
+        int,
+        20000,
+        "WatchGame streams one replica serves at once",
+    ),
+    Option(
+        "ENGINE_WATCH_MAX_STREAMS_PER_PEER",
+        "watch_max_streams_per_peer",
+        int,
+        1000,
+        "WatchGame streams one client address may hold open on a replica",
     ),
     Option(
         "ENGINE_LOCAL_AI_TARGET",
@@ -84,6 +144,11 @@ OPTIONS: tuple[Option, ...] = (
 @dataclass(frozen=True, slots=True)
 class Settings:
     redis_url: str = ""
+    redis_mode: str = "standalone"
+    redis_wait_replicas: int = 0
+    redis_wait_timeout_ms: int = 1000
+    redis_retry_seconds: float = 5.0
+    store_startup_seconds: float = 0.0
     host: str = "0.0.0.0"
     grpc_port: int = 50051
     metrics_port: int = 9100
@@ -91,10 +156,13 @@ class Settings:
     ai_dispatch: str = "auto"
     advertise_address: str = ""
     game_ttl_seconds: int = 86400
+    idle_game_ttl_seconds: int = 604800
     shutdown_grace_seconds: float = 20.0
     shutdown_drain_seconds: float = 2.0
     max_message_bytes: int = 4194304
-    stream_maxlen: int = 10000
+    stream_maxlen: int = 16
+    watch_max_streams: int = 20000
+    watch_max_streams_per_peer: int = 1000
     local_ai_target: str = "ai_workers.runner:play_move"
     local_ai_processes: int = 1
     ai_sweep_seconds: float = 30.0
@@ -119,12 +187,20 @@ class Settings:
             problems.append("ENGINE_GRPC_PORT must be 0..65535")
         if not 0 <= self.metrics_port <= 65535:
             problems.append("ENGINE_METRICS_PORT must be 0..65535")
+        if self.redis_mode not in ("standalone", "cluster"):
+            problems.append("ENGINE_REDIS_MODE must be standalone or cluster")
+        if self.redis_mode == "cluster" and not self.redis_url:
+            problems.append("ENGINE_REDIS_MODE=cluster needs REDIS_URL (any node of the cluster)")
         if self.ai_dispatch not in ("auto", "celery", "local", "off"):
             problems.append("ENGINE_AI_DISPATCH must be auto, celery, local or off")
         if self.dispatch_mode == "celery" and not self.broker_url:
             problems.append("ENGINE_AI_DISPATCH=celery needs CELERY_BROKER_URL or REDIS_URL")
         for name, value in (
             ("ENGINE_GAME_TTL_SECONDS", self.game_ttl_seconds),
+            ("ENGINE_IDLE_GAME_TTL_SECONDS", self.idle_game_ttl_seconds),
+            ("ENGINE_WATCH_MAX_STREAMS", self.watch_max_streams),
+            ("ENGINE_WATCH_MAX_STREAMS_PER_PEER", self.watch_max_streams_per_peer),
+            ("ENGINE_REDIS_WAIT_TIMEOUT_MS", self.redis_wait_timeout_ms),
             ("ENGINE_MAX_MESSAGE_BYTES", self.max_message_bytes),
             ("ENGINE_STREAM_MAXLEN", self.stream_maxlen),
             ("ENGINE_LOCAL_AI_PROCESSES", self.local_ai_processes),
@@ -137,6 +213,9 @@ class Settings:
             ("ENGINE_AI_SWEEP_SECONDS", self.ai_sweep_seconds),
             ("ENGINE_AI_STALL_SECONDS", self.ai_stall_seconds),
             ("ENGINE_REDIS_TIMEOUT_SECONDS", self.redis_timeout_seconds),
+            ("ENGINE_REDIS_RETRY_SECONDS", self.redis_retry_seconds),
+            ("ENGINE_STORE_STARTUP_SECONDS", self.store_startup_seconds),
+            ("ENGINE_REDIS_WAIT_REPLICAS", float(self.redis_wait_replicas)),
         ):
             if fvalue < 0:
                 problems.append(f"{name} must not be negative")

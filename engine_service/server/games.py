@@ -1,13 +1,14 @@
 """The engine's use cases, free of gRPC: create, view, submit, watch, list, replay, delete.
 
-Stateless: every call loads what it needs from the store (a submit naming the version this
-replica last wrote or read goes straight to the commit), and a submit writes back only by
-compare-and-set, so any number of replicas can share one store.
+Stateless: every call loads what it needs from the store, applies the rules and writes back
+only by compare-and-set on the version and commit id it loaded, so any number of replicas can
+share one store and none ever builds on a state the store does not hold. A submit loads
+through the replica's cache (``fresh=False``): what it refuses on a cached record it judges
+again after a fresh load, so every answer is the one a fresh read gives.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
@@ -26,10 +27,18 @@ from engine_service.server.meta import AI, GameMeta, MetaCache
 from engine_service.server.metrics import Metrics
 from engine_service.server.state_cache import StateCache
 from engine_service.server.sweeper import encode_payload
-from engine_service.store import Commit, CommitStatus, GameRecord, NewGame, Store
+from engine_service.server.watch import WatchHub
+from engine_service.store import (
+    Commit,
+    CommitStatus,
+    GameRecord,
+    IdempotentRecord,
+    NewGame,
+    Store,
+    new_commit_id,
+)
 
 log = logging.getLogger("ascension.engine.games")
-WATCH_BLOCK_MS = 1000
 
 
 class Games:
@@ -39,28 +48,27 @@ class Games:
         dispatcher: Dispatcher,
         metrics: Metrics,
         engine_address: str,
-        game_ttl_seconds: int,
+        hub: WatchHub | None = None,
     ) -> None:
         self.store = store
         self.dispatcher = dispatcher
         self.metrics = metrics
         self.engine_address = engine_address
-        self.ttl = game_ttl_seconds
         self.meta = MetaCache()
         self.states = StateCache()
-        self.stopping = asyncio.Event()
+        self.hub = hub or WatchHub(store, metrics)
 
     # ---- helpers ------------------------------------------------------------------------
 
-    async def _load(self, game_id: str) -> tuple[GameRecord, GameMeta]:
-        rec = await self.store.load(game_id)
+    async def _load(self, game_id: str, fresh: bool = True) -> tuple[GameRecord, GameMeta]:
+        rec = await self.store.load(game_id, fresh=fresh)
         if rec is None:
             raise not_found(game_id)
         return rec, self.meta.get(game_id, rec.meta)
 
     def _state(self, rec: GameRecord) -> rules.State:
         """The record's state, shared with the cache: clone it before changing it."""
-        s = self.states.get(rec.game_id, rec.version)
+        s = self.states.get(rec.game_id, rec.commit_id)
         if s is not None:
             return s
         try:
@@ -69,7 +77,7 @@ class Games:
             raise ServiceError(
                 Code.FAILED_PRECONDITION, f"game {rec.game_id} cannot be read by this engine: {e}"
             ) from e
-        self.states.put(rec.game_id, rec.version, s)
+        self.states.put(rec.game_id, rec.commit_id, s)
         return s
 
     @staticmethod
@@ -139,12 +147,15 @@ class Games:
             ai_tokens={i: seat_tokens[i] for i, s in enumerate(seats) if s.kind == AI},
             created_ms=now_ms,
         )
+        commit_id = new_commit_id()
         first = convert.update(game_id, 1, -1, 0, "Game created", state, [])
+        first.commit_id = commit_id
         to_move = state.to_move()
         payload = self._ai_payload(game_id, meta, to_move, 1, now) if meta.is_ai(to_move) else None
         await self.store.create(
             NewGame(
                 game_id=game_id,
+                commit_id=commit_id,
                 state=rules.serialize(state),
                 meta=meta.encode(),
                 update=first.SerializeToString(),
@@ -154,25 +165,27 @@ class Games:
                 enqueued_at=now,
             )
         )
-        self.states.put(game_id, 1, state)
+        self.states.put(game_id, commit_id, state)
         self.metrics.games_created.inc()
         log.info(
             "game %s created: sets=%s seats=%s", game_id, sets, ",".join(s.kind for s in seats)
         )
         await self._dispatch(payload)
-        return epb.CreateGameResponse(
-            game_id=game_id,
-            seat_tokens=seat_tokens,
-            admin_token=admin_token,
-            view=convert.game_view(game_id, 1, state, meta, rules.SPECTATOR),
+        resp = epb.CreateGameResponse(
+            game_id=game_id, seat_tokens=seat_tokens, admin_token=admin_token
         )
+        convert.fill_game_view(resp.view, game_id, 1, state, meta, rules.SPECTATOR)
+        resp.view.commit_id = commit_id
+        return resp
 
     async def view(self, game_id: str, token: str) -> pb.GameView:
         validate.game_id(game_id)
         validate.token(token)
         rec, meta = await self._load(game_id)
         seat = self._seat(token, meta, required=False)
-        return convert.game_view(game_id, rec.version, self._state(rec), meta, seat)
+        v = convert.game_view(game_id, rec.version, self._state(rec), meta, seat)
+        v.commit_id = rec.commit_id
+        return v
 
     async def legal_actions(self, game_id: str, token: str) -> epb.ListLegalActionsResponse:
         validate.game_id(game_id)
@@ -187,20 +200,23 @@ class Games:
         return resp
 
     async def _replayed(
-        self, game_id: str, seat: int, fingerprint: bytes, prior: bytes
+        self, game_id: str, seat: int, fingerprint: bytes, prior: IdempotentRecord
     ) -> epb.SubmitActionResponse:
-        stored_fp, _, update = prior.partition(b"\n")
-        if stored_fp != fingerprint:
+        if prior.fingerprint != fingerprint:
             raise invalid(
                 "idempotency_key",
                 "was already used for a different request (seat, version or action)",
             )
+        first = await self.store.update_at(game_id, prior.version)
         rec, meta = await self._load(game_id)
-        return epb.SubmitActionResponse(
-            update=pb.GameUpdate.FromString(update),
-            view=convert.game_view(game_id, rec.version, self._state(rec), meta, seat),
-            replayed=True,
-        )
+        resp = epb.SubmitActionResponse(replayed=True)
+        if first is not None:
+            resp.update.ParseFromString(first.update)
+        else:  # left the window meanwhile: the version is all that is known of it
+            resp.update.game_id, resp.update.version = game_id, prior.version
+        convert.fill_game_view(resp.view, game_id, rec.version, self._state(rec), meta, seat)
+        resp.view.commit_id = rec.commit_id
+        return resp
 
     @staticmethod
     def _aborted(current: int, expected: int) -> ServiceError:
@@ -211,39 +227,47 @@ class Games:
             (("current-version", str(current)),),
         )
 
+    @staticmethod
+    def _diverged(rec: GameRecord, expected_commit_id: str) -> ServiceError:
+        return ServiceError(
+            Code.ABORTED,
+            f"version {rec.version} of the game is not the one you saw (commit "
+            f"{expected_commit_id}; the store holds commit {rec.commit_id}): the store lost "
+            "versions and the game went on without them; get the game again and decide anew",
+            (("current-version", str(rec.version)),),
+        )
+
     async def submit(self, req: epb.SubmitActionRequest) -> epb.SubmitActionResponse:
         validate.submit(req)
-        game_id, key = req.game_id, req.idempotency_key
         if not req.token:
             raise ServiceError(
                 Code.UNAUTHENTICATED, "token is required: pass the seat token CreateGame returned"
             )
-        cached_meta = self.meta.peek(game_id)
-        cached = self.states.get(game_id, req.expected_version)
-        if cached_meta is not None and cached is not None:
-            # This replica holds the version the caller saw (it wrote or read it last): no need
-            # to read the game first, the commit's compare-and-set checks the version anyway.
-            # A request the checks refuse is judged again after a read, so every answer is the
-            # one the read-first path below gives (an applied retry, a newer version, a game
-            # deleted meanwhile are all told apart there or by the commit).
-            try:
-                seat = self._seat(req.token, cached_meta, required=True)
-                s = self._playable(cached, seat, req.action)
-            except ServiceError:
-                pass
-            else:
-                return await self._apply(req, cached_meta, seat, req.expected_version, s)
-        rec, meta = await self._load(game_id)
+        rec, meta = await self._load(req.game_id, fresh=False)
+        try:
+            return await self._submit(req, rec, meta)
+        except ServiceError:
+            pass  # judged on what may be a cached record: judge again on a fresh read
+        rec, meta = await self._load(req.game_id)
+        return await self._submit(req, rec, meta)
+
+    async def _submit(
+        self, req: epb.SubmitActionRequest, rec: GameRecord, meta: GameMeta
+    ) -> epb.SubmitActionResponse:
         seat = self._seat(req.token, meta, required=True)
-        if rec.version != req.expected_version:
-            if key:  # a retry of a request that was applied: answer as the first time
-                prior = await self.store.idempotent_result(game_id, key)
+        stale = rec.version != req.expected_version
+        if stale or (req.expected_commit_id and req.expected_commit_id != rec.commit_id):
+            if req.idempotency_key:  # a retry of a request that was applied: answer as then
+                prior = await self.store.idempotent(req.game_id, req.idempotency_key)
                 if prior is not None:
-                    fingerprint = self._fingerprint(seat, req)
-                    return await self._replayed(game_id, seat, fingerprint, prior)
-            raise self._aborted(rec.version, req.expected_version)
+                    return await self._replayed(
+                        req.game_id, seat, self._fingerprint(seat, req), prior
+                    )
+            if stale:
+                raise self._aborted(rec.version, req.expected_version)
+            raise self._diverged(rec, req.expected_commit_id)
         s = self._playable(self._state(rec), seat, req.action)
-        return await self._apply(req, meta, seat, rec.version, s)
+        return await self._apply(req, rec, meta, seat, s)
 
     @staticmethod
     def _fingerprint(seat: int, req: epb.SubmitActionRequest) -> bytes:
@@ -278,38 +302,42 @@ class Games:
     async def _apply(
         self,
         req: epb.SubmitActionRequest,
+        rec: GameRecord,
         meta: GameMeta,
         seat: int,
-        expected: int,
         s: rules.State,
     ) -> epb.SubmitActionResponse:
-        """Play ``req.action`` on ``s`` (the state at version ``expected``, checked playable)
-        and write the result if the game is still at that version."""
+        """Play ``req.action`` on ``s`` (the record's state, checked playable) and write the
+        result if the game is still at the record's version and commit id."""
         game_id, key, action = req.game_id, req.idempotency_key, req.action
         fingerprint = self._fingerprint(seat, req)
         description = rules.describe_action(s, action)
         evs = rules.apply_unchecked(s, action)
-        version = expected + 1
+        version = rec.version + 1
+        commit_id = new_commit_id()
         resp = epb.SubmitActionResponse()  # filled in place: its fields are not copied
         upd = resp.update
         convert.fill_update(upd, game_id, version, seat, action, description, s, evs)
-        upd_bytes = upd.SerializeToString()
+        upd.commit_id = commit_id
+        upd.parent_commit_id = rec.commit_id
         now = time.time()
         nxt = s.to_move()
         payload = self._ai_payload(game_id, meta, nxt, version, now) if meta.is_ai(nxt) else None
         res = await self.store.commit(
             Commit(
                 game_id=game_id,
-                expected_version=expected,
+                expected_version=rec.version,
+                expected_commit_id=rec.commit_id,
+                commit_id=commit_id,
                 state=rules.serialize(s),
-                update=upd_bytes,
-                log_entry=f"{seat},{action}".encode(),
+                update=upd.SerializeToString(),
+                seat=seat,
+                action=action,
                 idem_key=key,
-                idem_value=fingerprint + b"\n" + upd_bytes,
+                fingerprint=fingerprint,
                 over=s.over,
                 to_move=nxt,
                 updated_ms=int(now * 1000),
-                ttl_seconds=self.ttl,
                 ai_pending=None if payload is None else encode_payload(payload),
                 enqueued_at=now,
             )
@@ -322,7 +350,7 @@ class Games:
         if res.status is CommitStatus.CONFLICT:
             self.metrics.cas_conflicts.inc()
             raise self._aborted(res.version, req.expected_version)
-        self.states.put(game_id, version, s)
+        self.states.put(game_id, commit_id, s)
         self.metrics.action_applied(A.KIND_NAMES[action >> 16])
         if s.over:
             self.metrics.games_finished.inc()
@@ -332,51 +360,22 @@ class Games:
             convert.fill_light_view(resp.view, game_id, version, s, seat)
         else:
             convert.fill_game_view(resp.view, game_id, version, s, meta, seat)
+        resp.view.commit_id = commit_id
         return resp
 
     async def watch(
-        self, game_id: str, after_version: int, active: Callable[[], bool]
-    ) -> AsyncIterator[pb.GameUpdate]:
+        self,
+        game_id: str,
+        after_version: int,
+        after_commit_id: str,
+        peer: str,
+        active: Callable[[], bool],
+    ) -> AsyncIterator[bytes]:
+        """Serialized updates (``GameUpdate``) after ``after_version``: see ``WatchHub``."""
         validate.game_id(game_id)
         last = validate.after_version(after_version)
-        rec, _ = await self._load(game_id)
-        if rec.over and rec.version <= last:
-            return
-        first = await self.store.first_update_version(game_id)
-        if first is not None and last + 1 < first:
-            raise ServiceError(
-                Code.OUT_OF_RANGE,
-                f"updates before version {first} are no longer kept; "
-                f"watch from after_version={first - 1} (GetGame has the current state)",
-            )
-        idle = 0
-        while True:
-            if self.stopping.is_set():
-                raise ServiceError(
-                    Code.UNAVAILABLE,
-                    f"the server is shutting down: watch again with after_version={last}",
-                )
-            if not active():
-                return  # the caller went away
-            ups = await self.store.updates(game_id, last, WATCH_BLOCK_MS)
-            if not ups:
-                idle += 1
-                if idle % 5 == 0 and await self.store.load(game_id) is None:
-                    return  # deleted, or expired
-                continue
-            idle = 0
-            if ups[0][0] > last + 1:
-                raise ServiceError(
-                    Code.OUT_OF_RANGE,
-                    f"updates {last + 1}..{ups[0][0] - 1} were trimmed before "
-                    f"they could be sent; GetGame has the current state",
-                )
-            for version, raw in ups:
-                u = pb.GameUpdate.FromString(raw)
-                yield u
-                last = version
-                if u.over:
-                    return
+        async for u in self.hub.watch(game_id, last, after_commit_id, peer, active):
+            yield u.update
 
     async def list_games(self, req: epb.ListGamesRequest) -> epb.ListGamesResponse:
         size = validate.page_size(req.page_size)
@@ -412,10 +411,10 @@ class Games:
             )
         log_entries = await self.store.action_log(game_id)
         s = self._state(rec)
-        steps = []
-        for i, entry in enumerate(log_entries):
-            seat, _, action = entry.partition(b",")
-            steps.append(epb.ReplayStep(version=i + 2, seat=int(seat), action=int(action)))
+        steps = [
+            epb.ReplayStep(version=i + 2, seat=seat, action=action)
+            for i, (seat, action) in enumerate(log_entries)
+        ]
         return epb.Replay(
             game_id=game_id,
             sets=meta.sets,

@@ -77,6 +77,24 @@ class Metrics:
             registry=r,
         )
 
+        self.rollbacks_detected = Counter(
+            "ascension_store_rollbacks_detected",
+            "times a replica found the store holding an older history than it had seen "
+            "(a Redis rollback: snapshot restore, failover to a lagging replica, lost AOF tail)",
+            registry=r,
+        )
+        self.watch_streams = Gauge(
+            "ascension_watch_streams", "WatchGame streams open on this replica", registry=r
+        )
+        self.watch_refused = Counter(
+            "ascension_watch_refused",
+            "WatchGame streams refused by a limit",
+            ["limit"],
+            registry=r,
+        )
+        for limit in ("per_replica", "per_peer"):
+            self.watch_refused.labels(limit)
+
         # Children by label values: ``labels()`` costs a lock and a tuple build on every call.
         self._store_children: dict[str, Any] = {}
         self._rpc_children: dict[tuple[str, str], tuple[Any, Any]] = {}

@@ -126,8 +126,15 @@ class EngineService:
         code = "OK"
         try:
             active = lambda: not context.done()  # noqa: E731
-            async for update in self.games.watch(request.game_id, request.after_version, active):
-                yield update
+            updates = self.games.watch(
+                request.game_id,
+                request.after_version,
+                request.after_commit_id,
+                context.peer(),
+                active,
+            )
+            async for raw in updates:
+                yield pb.GameUpdate.FromString(raw)
         except asyncio.CancelledError:
             code = "CANCELLED"
             raise

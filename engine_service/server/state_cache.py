@@ -1,9 +1,9 @@
-"""Decoded states of recently used games, by (game id, version).
+"""Decoded states of recently used games, by commit id.
 
-A version of a game is written once (compare-and-set), so the state kept for it never goes
-stale. Any replica may have written a newer version: a hit saves decoding a state read from
-the store, and lets a submit that names this version skip the read (its commit is refused if
-the game moved on); this cache never decides which version is current.
+A commit id names one state for good (a new commit writes a new id; a store that lost versions
+and was played on again gives them new ids), so a decoded state kept under its commit id never
+goes stale: a hit only saves decoding the bytes the store answered with. Which version is
+current is always the store's answer (through ``CachingStore``), never this cache's.
 """
 
 from __future__ import annotations
@@ -16,22 +16,19 @@ from engine_service import rules
 class StateCache:
     def __init__(self, size: int = 1024) -> None:
         self._size = size
-        self._items: OrderedDict[str, tuple[int, rules.State]] = OrderedDict()
+        self._items: OrderedDict[str, tuple[str, rules.State]] = OrderedDict()
 
-    def get(self, game_id: str, version: int) -> rules.State | None:
-        """The cached state (shared: clone it before changing it), or None."""
+    def get(self, game_id: str, commit_id: str) -> rules.State | None:
+        """The decoded state (shared: clone it before changing it), or None."""
         hit = self._items.get(game_id)
-        if hit is None or hit[0] != version:
+        if hit is None or hit[0] != commit_id:
             return None
         self._items.move_to_end(game_id)
         return hit[1]
 
-    def put(self, game_id: str, version: int, state: rules.State) -> None:
-        """Keep ``state`` (which the caller must not change afterwards) as that version's."""
-        current = self._items.get(game_id)
-        if current is not None and current[0] > version:
-            return
-        self._items[game_id] = (version, state)
+    def put(self, game_id: str, commit_id: str, state: rules.State) -> None:
+        """Keep ``state`` (which the caller must not change afterwards) as that commit's."""
+        self._items[game_id] = (commit_id, state)
         self._items.move_to_end(game_id)
         if len(self._items) > self._size:
             self._items.popitem(last=False)

@@ -1,4 +1,5 @@
-"""Where game states live: Redis (production) or in process (the embedded default)."""
+"""Where game states live: Redis (production, standalone or Cluster) or in process (the
+embedded default)."""
 
 from __future__ import annotations
 
@@ -8,33 +9,61 @@ from engine_service.store.base import (
     CommitStatus,
     GameRecord,
     GameSummaryRecord,
+    IdempotentRecord,
     NewGame,
     PendingAI,
     Store,
+    StoredUpdate,
     StoreError,
+    StoreSettings,
+    new_commit_id,
 )
+from engine_service.store.caching import CachingStore
 from engine_service.store.memory import MemoryStore
 
 
-def open_store(redis_url: str, stream_maxlen: int = 10000, timeout: float = 5.0) -> Store:
-    """A Redis store for a ``redis://`` (or ``rediss://``, ``unix://``) URL, else in process."""
+def open_store(
+    redis_url: str,
+    settings: StoreSettings | None = None,
+    timeout: float = 5.0,
+    *,
+    mode: str = "standalone",
+    retry_seconds: float = 5.0,
+    wait_replicas: int = 0,
+    wait_timeout_ms: int = 1000,
+) -> Store:
+    """A Redis store for a ``redis://`` (or ``rediss://``, ``unix://``) URL, else in process.
+    ``mode="cluster"``: the URL names any node of a Redis Cluster."""
     if not redis_url:
-        return MemoryStore(stream_maxlen)
+        return MemoryStore(settings)
     from engine_service.store.redis_store import RedisStore
 
-    return RedisStore(redis_url, stream_maxlen, timeout)
+    return RedisStore(
+        redis_url,
+        settings,
+        timeout,
+        mode=mode,
+        retry_seconds=retry_seconds,
+        wait_replicas=wait_replicas,
+        wait_timeout_ms=wait_timeout_ms,
+    )
 
 
 __all__ = [
+    "CachingStore",
     "Commit",
     "CommitResult",
     "CommitStatus",
     "GameRecord",
     "GameSummaryRecord",
+    "IdempotentRecord",
     "MemoryStore",
     "NewGame",
     "PendingAI",
     "Store",
     "StoreError",
+    "StoreSettings",
+    "StoredUpdate",
+    "new_commit_id",
     "open_store",
 ]

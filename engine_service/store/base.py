@@ -1,26 +1,67 @@
 """The store's interface: where games live, written only by compare-and-set.
 
-A game is one record (state bytes, version, static metadata) plus, written in the same atomic
-step as each new version: its update (a serialized ``GameUpdate``) appended to a bounded
-stream, the action appended to the action log, the idempotency key's result, and the pending
-AI move (if an AI seat is to move next). Two implementations: Redis (production) and in
-process (the embedded default). Both must behave the same; the service tests run on both.
+A game is one record (state bytes, version, commit id, static metadata) plus, written in the
+same atomic step as each new version: its update (a serialized ``GameUpdate``) appended to a
+short window of recent updates, the action appended to the action log, the idempotency key
+(its fingerprint and version; the update itself is read back from the window) and the pending
+AI move (if an AI seat is to move next).
+
+Every commit writes a fresh random commit id, and the compare-and-set checks the commit id of
+the version it builds on as well as the number: a store that lost versions (a snapshot
+restore, a failover to a lagging replica) and was played on again holds the same version
+numbers with other commit ids, so nothing ever builds on, or serves, a history the store no
+longer holds. Implementations: Redis (production; standalone or Cluster) and in process (the
+embedded default), both behind :class:`CachingStore` in a server. Both behave the same; the
+service tests run on both.
 """
 
 from __future__ import annotations
 
 import abc
 import enum
+import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+# How many recent updates (and idempotency keys) a live game keeps: enough for watchers that
+# fall a little behind and for retries of recent submits; a watcher further behind gets
+# OUT_OF_RANGE and reads the game again. A finished game keeps its final update only.
+DEFAULT_WINDOW = 16
+DEFAULT_FINISHED_TTL = 86_400  # seconds a finished game is kept for GetGame/GetReplay
+DEFAULT_IDLE_TTL = 7 * 86_400  # seconds an unfinished game is kept after its last move
+
+
+def new_commit_id() -> str:
+    """16 hex digits: unique per commit with overwhelming probability (64 random bits)."""
+    return secrets.token_hex(8)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    window: int = DEFAULT_WINDOW
+    finished_ttl: int = DEFAULT_FINISHED_TTL
+    idle_ttl: int = DEFAULT_IDLE_TTL
 
 
 @dataclass(frozen=True, slots=True)
 class GameRecord:
     game_id: str
     version: int
+    commit_id: str
     state: bytes
     meta: bytes  # JSON written at creation, never changed
     over: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoredUpdate:
+    """One version's update as kept in the game's window."""
+
+    version: int
+    commit_id: str
+    parent_id: str  # the commit id of ``version - 1`` ("" for version 1)
+    update: bytes
+    over: bool = False  # the game ended with this version
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +87,7 @@ class PendingAI:
 @dataclass(frozen=True, slots=True)
 class NewGame:
     game_id: str
+    commit_id: str
     state: bytes
     meta: bytes
     update: bytes  # the creation's GameUpdate (version 1)
@@ -57,35 +99,45 @@ class NewGame:
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """Write version ``expected_version + 1`` if the game is still at ``expected_version``."""
+    """Write version ``expected_version + 1`` (with ``commit_id``) if the game is still at
+    ``expected_version`` with ``expected_commit_id``."""
 
     game_id: str
     expected_version: int
+    expected_commit_id: str
+    commit_id: str
     state: bytes
     update: bytes  # serialized GameUpdate of the new version
-    log_entry: bytes  # b"seat,action" for the replay log
+    seat: int  # who acted and what: the replay log's entry
+    action: int
     idem_key: str  # "" for none
-    idem_value: bytes  # what a retry with idem_key gets back
+    fingerprint: bytes  # what a retry with idem_key must match
     over: bool
     to_move: int
     updated_ms: int
-    ttl_seconds: int  # applied to every key of the game when ``over``
     ai_pending: bytes | None  # the next AI move's payload, or None (clears any pending one)
     enqueued_at: float
 
 
 class CommitStatus(enum.Enum):
     OK = "ok"
-    CONFLICT = "conflict"  # the version moved on: nothing written
+    CONFLICT = "conflict"  # the game is not at (expected version, commit id): nothing written
     DUPLICATE = "duplicate"  # the idempotency key was used already: nothing written
     MISSING = "missing"  # no such game
 
 
 @dataclass(frozen=True, slots=True)
+class IdempotentRecord:
+    version: int  # the version the keyed request wrote
+    fingerprint: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class CommitResult:
     status: CommitStatus
-    version: int  # the new version (OK) or the current one (CONFLICT)
-    prior: bytes | None = None  # the stored result (DUPLICATE)
+    version: int  # the new version (OK) or the current one (CONFLICT, DUPLICATE)
+    commit_id: str = ""  # the commit id of that version
+    prior: IdempotentRecord | None = None  # DUPLICATE: what the key wrote
 
 
 class StoreError(Exception):
@@ -96,32 +148,67 @@ class Store(abc.ABC):
     """Every method is a coroutine; implementations are safe to share between tasks."""
 
     kind: str = "abstract"
+    settings: StoreSettings = StoreSettings()
+    # Watchers are served by one reader per group: games of different groups cannot be read
+    # in one call (a Redis Cluster's slots); see ``read_updates``.
+    groups: int = 1
+
+    def group_of(self, game_id: str) -> int:
+        return 0
 
     @abc.abstractmethod
     async def create(self, game: NewGame) -> None: ...
 
     @abc.abstractmethod
-    async def load(self, game_id: str) -> GameRecord | None: ...
+    async def load(self, game_id: str, *, fresh: bool = True) -> GameRecord | None:
+        """The game as the store holds it. ``fresh=False`` lets a cache answer without asking
+        the store: only for a caller whose writes are compare-and-set on the record's commit
+        id and who judges again after a fresh load whatever it refuses."""
+
+    async def load_if_changed(
+        self, game_id: str, known_commit_id: str, want_meta: bool
+    ) -> tuple[int, str, bool, bytes | None, bytes | None] | None:
+        """(version, commit id, over, state, meta) of the game as the store holds it, with the
+        state left out (None) when its commit id is ``known_commit_id`` and the meta left out
+        unless asked for; None when there is no such game. A store may answer it in one small
+        round trip."""
+        rec = await self.load(game_id)
+        if rec is None:
+            return None
+        if rec.commit_id == known_commit_id:
+            return rec.version, rec.commit_id, rec.over, None, None
+        return rec.version, rec.commit_id, rec.over, rec.state, rec.meta if want_meta else None
 
     @abc.abstractmethod
     async def commit(self, c: Commit) -> CommitResult: ...
 
     @abc.abstractmethod
-    async def idempotent_result(self, game_id: str, key: str) -> bytes | None: ...
+    async def idempotent(self, game_id: str, key: str) -> IdempotentRecord | None:
+        """What the keyed request wrote, while its version is in the game's window."""
 
     @abc.abstractmethod
-    async def updates(
-        self, game_id: str, after_version: int, block_ms: int
-    ) -> list[tuple[int, bytes]]:
-        """Updates with a version above ``after_version``, oldest first; when there are none,
-        wait up to ``block_ms`` for one (0: do not wait)."""
+    async def update_at(self, game_id: str, version: int) -> StoredUpdate | None:
+        """That version's update, if the window still holds it."""
+
+    @abc.abstractmethod
+    async def read_updates(
+        self, cursors: Mapping[str, int], block_ms: int
+    ) -> dict[str, list[StoredUpdate]]:
+        """For games of one group: updates above each game's cursor, oldest first (at most a
+        window's worth per game). When there are none, wait up to ``block_ms`` for one (0: do
+        not wait). Games without news are left out."""
+
+    @abc.abstractmethod
+    async def heads(self, game_ids: list[str]) -> dict[str, tuple[int, str]]:
+        """(version, commit id) of each game that exists."""
 
     @abc.abstractmethod
     async def first_update_version(self, game_id: str) -> int | None:
-        """The oldest version still kept in the game's update stream (None if empty)."""
+        """The oldest version still kept in the game's window (None if no game)."""
 
     @abc.abstractmethod
-    async def action_log(self, game_id: str) -> list[bytes]: ...
+    async def action_log(self, game_id: str) -> list[tuple[int, int]]:
+        """(seat, action) of every version after the first, in order."""
 
     @abc.abstractmethod
     async def list_games(
@@ -145,6 +232,11 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def active_games(self) -> int: ...
+
+    async def tidy(self, limit: int) -> int:
+        """Drop index entries of games that expired (idle or finished); at most about
+        ``limit`` entries looked at. Returns how many were dropped."""
+        return 0
 
     @abc.abstractmethod
     async def ping(self) -> None: ...

@@ -1,7 +1,8 @@
 """The in-process store: games in a dict behind a lock (the embedded default, one process).
 
-Same semantics as the Redis store: compare-and-set commits, a bounded update stream per game,
-idempotency results kept with the game, TTL once a game is over.
+Same semantics as the Redis store: compare-and-set commits on version and commit id, a window
+of recent updates and idempotency keys per game, the final update only once a game is over,
+idle and finished expiry.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import collections
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine_service.store.base import (
@@ -18,128 +20,177 @@ from engine_service.store.base import (
     CommitStatus,
     GameRecord,
     GameSummaryRecord,
+    IdempotentRecord,
     NewGame,
     PendingAI,
     Store,
+    StoredUpdate,
+    StoreSettings,
 )
 
 
 @dataclass(slots=True)
 class _Game:
     version: int
+    commit_id: str
     state: bytes
     meta: bytes
     over: bool
     to_move: int
     updated_ms: int
-    updates: collections.deque[tuple[int, bytes]]
-    log: list[bytes] = field(default_factory=list)
-    idem: dict[str, bytes] = field(default_factory=dict)
-    expires_at: float | None = None
+    updates: collections.deque[tuple[StoredUpdate, str]]  # (update, idempotency key)
+    expires_at: float
+    log: list[tuple[int, int]] = field(default_factory=list)
+    idem: dict[str, IdempotentRecord] = field(default_factory=dict)
     ai: tuple[int, bytes, float] | None = None  # (version, payload, first enqueued)
-    changed: asyncio.Event | None = None
 
 
 class MemoryStore(Store):
     kind = "memory"
 
-    def __init__(self, stream_maxlen: int = 10000) -> None:
+    def __init__(self, settings: StoreSettings | None = None) -> None:
+        self.settings = settings or StoreSettings()
         self._games: dict[str, _Game] = {}
         self._lock = threading.Lock()
-        self._maxlen = stream_maxlen
+        self._changed = asyncio.Event()  # set (and replaced) on every change
 
     def _get(self, game_id: str) -> _Game | None:
         g = self._games.get(game_id)
-        if g is not None and g.expires_at is not None and g.expires_at <= time.time():
+        if g is not None and g.expires_at <= time.time():
             del self._games[game_id]
-            self._wake(g)
+            self._wake()
             return None
         return g
 
-    @staticmethod
-    def _wake(g: _Game) -> None:
-        if g.changed is not None:
-            g.changed.set()
-            g.changed = None
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     async def create(self, game: NewGame) -> None:
         with self._lock:
-            if game.game_id in self._games:
+            g = self._games.get(game.game_id)
+            if g is not None:
+                if g.version == 1 and g.commit_id == game.commit_id:
+                    return
                 raise ValueError(f"game {game.game_id} exists")
             g = _Game(
                 1,
+                game.commit_id,
                 game.state,
                 game.meta,
                 False,
                 game.to_move,
                 game.created_ms,
-                collections.deque(maxlen=self._maxlen),
+                collections.deque(maxlen=self.settings.window),
+                time.time() + self.settings.idle_ttl,
             )
-            g.updates.append((1, game.update))
+            g.updates.append((StoredUpdate(1, game.commit_id, "", game.update), ""))
             if game.ai_pending is not None:
                 g.ai = (1, game.ai_pending, game.enqueued_at)
             self._games[game.game_id] = g
+            self._wake()
 
-    async def load(self, game_id: str) -> GameRecord | None:
+    async def load(self, game_id: str, *, fresh: bool = True) -> GameRecord | None:
         with self._lock:
             g = self._get(game_id)
-            return None if g is None else GameRecord(game_id, g.version, g.state, g.meta, g.over)
+            if g is None:
+                return None
+            return GameRecord(game_id, g.version, g.commit_id, g.state, g.meta, g.over)
 
     async def commit(self, c: Commit) -> CommitResult:
         with self._lock:
             g = self._get(c.game_id)
             if g is None:
                 return CommitResult(CommitStatus.MISSING, 0)
+            if g.commit_id == c.commit_id:
+                return CommitResult(CommitStatus.OK, g.version, g.commit_id)
             if c.idem_key and c.idem_key in g.idem:
-                return CommitResult(CommitStatus.DUPLICATE, g.version, g.idem[c.idem_key])
-            if g.version != c.expected_version:
-                return CommitResult(CommitStatus.CONFLICT, g.version)
+                return CommitResult(
+                    CommitStatus.DUPLICATE, g.version, g.commit_id, g.idem[c.idem_key]
+                )
+            if g.version != c.expected_version or g.commit_id != c.expected_commit_id:
+                return CommitResult(CommitStatus.CONFLICT, g.version, g.commit_id)
             g.version += 1
+            g.commit_id = c.commit_id
             g.state, g.over, g.to_move, g.updated_ms = c.state, c.over, c.to_move, c.updated_ms
-            g.updates.append((g.version, c.update))
-            g.log.append(c.log_entry)
+            if len(g.updates) == g.updates.maxlen:
+                g.idem.pop(g.updates[0][1], None)  # its key leaves the window with it
+            g.updates.append(
+                (
+                    StoredUpdate(g.version, c.commit_id, c.expected_commit_id, c.update, c.over),
+                    c.idem_key,
+                )
+            )
+            g.log.append((c.seat, c.action))
+            record = IdempotentRecord(g.version, c.fingerprint)
             if c.idem_key:
-                g.idem[c.idem_key] = c.idem_value
+                g.idem[c.idem_key] = record
             g.ai = None if c.ai_pending is None else (g.version, c.ai_pending, c.enqueued_at)
             if c.over:
-                g.expires_at = time.time() + c.ttl_seconds
-            self._wake(g)
-            return CommitResult(CommitStatus.OK, g.version)
+                g.expires_at = time.time() + self.settings.finished_ttl
+                last = g.updates[-1]
+                g.updates.clear()
+                g.updates.append(last)
+                g.idem = {c.idem_key: record} if c.idem_key else {}
+            else:
+                g.expires_at = time.time() + self.settings.idle_ttl
+            self._wake()
+            return CommitResult(CommitStatus.OK, g.version, g.commit_id)
 
-    async def idempotent_result(self, game_id: str, key: str) -> bytes | None:
+    async def idempotent(self, game_id: str, key: str) -> IdempotentRecord | None:
         with self._lock:
             g = self._get(game_id)
             return None if g is None else g.idem.get(key)
 
-    async def updates(
-        self, game_id: str, after_version: int, block_ms: int
-    ) -> list[tuple[int, bytes]]:
+    async def update_at(self, game_id: str, version: int) -> StoredUpdate | None:
+        with self._lock:
+            g = self._get(game_id)
+            if g is None:
+                return None
+            return next((u for u, _ in g.updates if u.version == version), None)
+
+    def _news(self, cursors: Mapping[str, int]) -> dict[str, list[StoredUpdate]]:
+        out: dict[str, list[StoredUpdate]] = {}
+        for gid, after in cursors.items():
+            g = self._get(gid)
+            if g is not None:
+                news = [u for u, _ in g.updates if u.version > after]
+                if news:
+                    out[gid] = news
+        return out
+
+    async def read_updates(
+        self, cursors: Mapping[str, int], block_ms: int
+    ) -> dict[str, list[StoredUpdate]]:
         deadline = time.monotonic() + block_ms / 1000
         while True:
             with self._lock:
-                g = self._get(game_id)
-                if g is None:
-                    return []
-                out = [(v, u) for v, u in g.updates if v > after_version]
-                if out or block_ms <= 0:
-                    return out
-                if g.changed is None:
-                    g.changed = asyncio.Event()
-                changed = g.changed
+                out = self._news(cursors)
+                changed = self._changed
+            if out or block_ms <= 0:
+                return out
             left = deadline - time.monotonic()
             if left <= 0:
-                return []
+                return {}
             try:
                 await asyncio.wait_for(changed.wait(), left)
             except TimeoutError:
-                return []
+                return {}
+
+    async def heads(self, game_ids: list[str]) -> dict[str, tuple[int, str]]:
+        with self._lock:
+            return {
+                gid: (g.version, g.commit_id)
+                for gid in game_ids
+                if (g := self._get(gid)) is not None
+            }
 
     async def first_update_version(self, game_id: str) -> int | None:
         with self._lock:
             g = self._get(game_id)
-            return g.updates[0][0] if g is not None and g.updates else None
+            return g.updates[0][0].version if g is not None and g.updates else None
 
-    async def action_log(self, game_id: str) -> list[bytes]:
+    async def action_log(self, game_id: str) -> list[tuple[int, int]]:
         with self._lock:
             g = self._get(game_id)
             return [] if g is None else list(g.log)
@@ -168,7 +219,7 @@ class MemoryStore(Store):
             if g is None:
                 return False
             del self._games[game_id]
-            self._wake(g)
+            self._wake()
             return True
 
     def _pending(self) -> list[PendingAI]:
@@ -205,6 +256,13 @@ class MemoryStore(Store):
             return sum(
                 1 for gid in list(self._games) if (g := self._get(gid)) is not None and not g.over
             )
+
+    async def tidy(self, limit: int) -> int:
+        with self._lock:
+            before = len(self._games)
+            for gid in list(self._games)[:limit]:
+                self._get(gid)
+            return before - len(self._games)
 
     async def ping(self) -> None:
         return None

@@ -237,3 +237,52 @@ def rpc_error(fn: Any, *args: Any, **kwargs: Any) -> Any:
     except grpc.RpcError as e:
         return e
     raise AssertionError("the call did not fail")
+
+
+class Watcher:
+    """WatchGame in a thread from ``after_version`` to the game's end, resuming (with the last
+    version and commit id received) when told to: collects every update."""
+
+    def __init__(self, stub: rpc.EngineStub, game_id: str, after_version: int = 0,
+                 timeout: float = 120.0) -> None:  # fmt: skip
+        self.updates: list[pb.GameUpdate] = []
+        self.errors: list[grpc.RpcError] = []
+        self._done = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(stub, game_id, after_version, timeout), daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, stub: rpc.EngineStub, game_id: str, after: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last_id = ""
+        try:
+            while time.monotonic() < deadline:
+                req = epb.WatchGameRequest(game_id=game_id, after_version=after, after_commit_id=last_id)
+                try:
+                    for u in stub.WatchGame(req, timeout=max(1.0, deadline - time.monotonic())):
+                        self.updates.append(u)
+                        after, last_id = u.version, u.commit_id
+                        if u.over:
+                            return
+                    return
+                except grpc.RpcError as e:
+                    self.errors.append(e)
+                    if "watch again" not in (e.details() or ""):
+                        return
+        finally:
+            self._done.set()
+
+    def result(self, timeout: float = 60.0) -> list[pb.GameUpdate]:
+        assert self._done.wait(timeout), "the watcher did not finish"
+        return self.updates
+
+    def until(self, version: int, timeout: float = 60.0) -> list[pb.GameUpdate]:
+        """The updates received once ``version`` arrived (the watcher goes on)."""
+        deadline = time.monotonic() + timeout
+        while not (self.updates and self.updates[-1].version >= version):
+            assert time.monotonic() < deadline and not self._done.is_set(), (
+                f"version {version} did not arrive: {self.errors}"
+            )
+            time.sleep(0.02)
+        return [u for u in list(self.updates) if u.version <= version]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import grpc  # type: ignore[import-untyped]
 import pytest
 
 from engine_service import rules
@@ -26,6 +27,7 @@ def test_full_game_through_the_api(which: str, engine: support.Engine, memory_en
     assert game.view.version == 1 and len(game.seat_tokens) == 2 and game.admin_token
     assert len(set(game.seat_tokens) | {game.admin_token}) == 3
     assert game.view.seat == -1 and not game.view.legal_actions
+    watcher = support.Watcher(stub, game.game_id)  # from the creation, while the game is played
     final, responses = support.play_to_end(stub, game, seed=3)
     assert final.over and final.to_move == -1 and not final.legal_actions
     assert final.version == 1 + len(responses)
@@ -33,17 +35,23 @@ def test_full_game_through_the_api(which: str, engine: support.Engine, memory_en
     assert len(final.scores) == 2 and final.winner in (0, 1)
     assert final.winner == max(final.scores, key=lambda sc: (sc.total, (sc.seat - final.board.first_seat) % 2)).seat
 
-    # The update stream holds every version once, in order, ending with the game's end.
-    updates = list(stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT))
+    # A watcher saw every version once, in order, ending with the game's end, each update
+    # naming its parent: one unbroken history.
+    updates = watcher.result()
     assert [u.version for u in updates] == list(range(1, final.version + 1))
     assert updates[-1].over and updates[0].seat == -1
     assert [(u.seat, u.action) for u in updates[1:]] == [(r.update.seat, r.update.action) for r in responses]
     assert all(u.events for u in updates[1:])
+    assert [u.parent_commit_id for u in updates] == ["", *(u.commit_id for u in updates[:-1])]
+    assert updates[-1].commit_id == final.commit_id
 
-    # Resuming from a version sends only what came after it.
-    tail = list(stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id, after_version=final.version - 3),
+    # A finished game keeps its final update only: later watchers get that, or are told.
+    tail = list(stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id, after_version=final.version - 1),
                                timeout=CALL_TIMEOUT))  # fmt: skip
-    assert [u.version for u in tail] == [final.version - 2, final.version - 1, final.version]
+    assert [u.version for u in tail] == [final.version]
+    with pytest.raises(grpc.RpcError) as e:
+        list(stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT))
+    assert e.value.code() == grpc.StatusCode.OUT_OF_RANGE and "GetGame" in e.value.details()
 
     # The replay re-simulates to exactly the server's final state.
     replay = stub.GetReplay(epb.GetReplayRequest(game_id=game.game_id), timeout=CALL_TIMEOUT)

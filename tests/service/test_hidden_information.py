@@ -60,10 +60,9 @@ def test_views_hide_other_hands(stub: rpc.EngineStub) -> None:
 def test_updates_carry_no_hidden_card(stub: rpc.EngineStub) -> None:
     """Events say how many cards were drawn, never which."""
     game = support.create(stub, seed=8)
+    watcher = support.Watcher(stub, game.game_id)
     final, _ = support.play_to_end(stub, game, seed=9, max_actions=80)
-    for u in stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT):
+    for u in watcher.until(final.version):
         for e in u.events:
             if e.kind == "draw":
                 assert len(e.data.split(",")) == 3  # ["draw", seat, count]
-        if u.version == final.version:
-            break

@@ -14,7 +14,6 @@ import pytest
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
-from engine_service.api.ascension.v1 import game_pb2 as pb
 from tests.service import support
 from tests.service.support import CALL_TIMEOUT
 
@@ -38,6 +37,7 @@ def _metric(engine: support.Engine, name: str) -> float:
 def test_concurrent_submits(engine: support.Engine, replica: support.Engine) -> None:
     stub = engine.stub()
     game = support.create(stub, sets="both", players=2, seed=99)
+    watcher = support.Watcher(replica.stub(), game.game_id)  # live, through the other replica
     applied: list[epb.SubmitActionResponse] = []
     aborted = [0]
     errors: list[BaseException] = []
@@ -93,7 +93,7 @@ def test_concurrent_submits(engine: support.Engine, replica: support.Engine) -> 
     # every applied version exactly once, and nothing applied that nobody was told about
     versions = sorted(r.update.version for r in applied)
     assert versions == list(range(2, final.version + 1))
-    updates = _watch_until(stub, game.game_id, final.version)
+    updates = watcher.until(final.version)
     assert [u.version for u in updates] == list(range(1, final.version + 1))
     by_version = {r.update.version: r.update for r in applied}
     for u in updates[1:]:
@@ -108,12 +108,3 @@ def test_concurrent_submits(engine: support.Engine, replica: support.Engine) -> 
 
     assert aborted[0] > 0, "no race happened: raise CLIENTS"
     assert _metric(engine, "ascension_cas_conflicts_total") + _metric(replica, "ascension_cas_conflicts_total") > 0
-
-
-def _watch_until(stub: rpc.EngineStub, game_id: str, version: int) -> list[pb.GameUpdate]:
-    out: list[pb.GameUpdate] = []
-    for u in stub.WatchGame(epb.WatchGameRequest(game_id=game_id), timeout=CALL_TIMEOUT):
-        out.append(u)
-        if u.version >= version:
-            break
-    return out

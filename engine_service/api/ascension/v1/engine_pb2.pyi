@@ -94,20 +94,22 @@ class ListLegalActionsResponse(_message.Message):
     def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., to_move: _Optional[int] = ..., actions: _Optional[_Iterable[_Union[_game_pb2.LegalAction, _Mapping]]] = ...) -> None: ...
 
 class SubmitActionRequest(_message.Message):
-    __slots__ = ("game_id", "token", "expected_version", "action", "idempotency_key", "view_detail")
+    __slots__ = ("game_id", "token", "expected_version", "action", "idempotency_key", "view_detail", "expected_commit_id")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     VIEW_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     token: str
     expected_version: int
     action: int
     idempotency_key: str
     view_detail: ViewDetail
-    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., expected_version: _Optional[int] = ..., action: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., view_detail: _Optional[_Union[ViewDetail, str]] = ...) -> None: ...
+    expected_commit_id: str
+    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., expected_version: _Optional[int] = ..., action: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., view_detail: _Optional[_Union[ViewDetail, str]] = ..., expected_commit_id: _Optional[str] = ...) -> None: ...
 
 class SubmitActionResponse(_message.Message):
     __slots__ = ("update", "view", "replayed")
@@ -120,12 +122,14 @@ class SubmitActionResponse(_message.Message):
     def __init__(self, update: _Optional[_Union[_game_pb2.GameUpdate, _Mapping]] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ..., replayed: _Optional[bool] = ...) -> None: ...
 
 class WatchGameRequest(_message.Message):
-    __slots__ = ("game_id", "after_version")
+    __slots__ = ("game_id", "after_version", "after_commit_id")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    AFTER_COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     after_version: int
-    def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ...) -> None: ...
+    after_commit_id: str
+    def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ..., after_commit_id: _Optional[str] = ...) -> None: ...
 
 class ListGamesRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "active_only")

@@ -202,7 +202,7 @@ class Board(_message.Message):
     def __init__(self, turn: _Optional[int] = ..., active_seat: _Optional[int] = ..., first_seat: _Optional[int] = ..., runes: _Optional[int] = ..., power: _Optional[int] = ..., seats: _Optional[_Iterable[_Union[SeatState, _Mapping]]] = ..., center: _Optional[_Iterable[_Union[CenterSpace, _Mapping]]] = ..., kraken: _Optional[_Union[Kraken, _Mapping]] = ..., ghost_pirate_space: _Optional[int] = ..., board_coin: _Optional[_Union[Coin, _Mapping]] = ..., board_coin_space: _Optional[int] = ..., honor_pool: _Optional[int] = ..., final_round: _Optional[bool] = ..., the_void: _Optional[_Iterable[int]] = ..., mystic_pile: _Optional[int] = ..., heavy_infantry_pile: _Optional[int] = ..., center_deck_count: _Optional[int] = ..., treasure_bag_count: _Optional[int] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ...) -> None: ...
 
 class GameView(_message.Message):
-    __slots__ = ("game_id", "version", "seat", "to_move", "over", "legal_actions", "board", "seat_info", "sets", "players", "scores", "winner", "catalog_fingerprint", "rules_view")
+    __slots__ = ("game_id", "version", "seat", "to_move", "over", "legal_actions", "board", "seat_info", "sets", "players", "scores", "winner", "catalog_fingerprint", "rules_view", "commit_id")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
@@ -217,6 +217,7 @@ class GameView(_message.Message):
     WINNER_FIELD_NUMBER: _ClassVar[int]
     CATALOG_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     RULES_VIEW_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     version: int
     seat: int
@@ -231,7 +232,8 @@ class GameView(_message.Message):
     winner: int
     catalog_fingerprint: str
     rules_view: bytes
-    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., legal_actions: _Optional[_Iterable[_Union[LegalAction, _Mapping]]] = ..., board: _Optional[_Union[Board, _Mapping]] = ..., seat_info: _Optional[_Iterable[_Union[SeatInfo, _Mapping]]] = ..., sets: _Optional[str] = ..., players: _Optional[int] = ..., scores: _Optional[_Iterable[_Union[Score, _Mapping]]] = ..., winner: _Optional[int] = ..., catalog_fingerprint: _Optional[str] = ..., rules_view: _Optional[bytes] = ...) -> None: ...
+    commit_id: str
+    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., legal_actions: _Optional[_Iterable[_Union[LegalAction, _Mapping]]] = ..., board: _Optional[_Union[Board, _Mapping]] = ..., seat_info: _Optional[_Iterable[_Union[SeatInfo, _Mapping]]] = ..., sets: _Optional[str] = ..., players: _Optional[int] = ..., scores: _Optional[_Iterable[_Union[Score, _Mapping]]] = ..., winner: _Optional[int] = ..., catalog_fingerprint: _Optional[str] = ..., rules_view: _Optional[bytes] = ..., commit_id: _Optional[str] = ...) -> None: ...
 
 class GameEvent(_message.Message):
     __slots__ = ("kind", "text", "data")
@@ -244,7 +246,7 @@ class GameEvent(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., text: _Optional[str] = ..., data: _Optional[str] = ...) -> None: ...
 
 class GameUpdate(_message.Message):
-    __slots__ = ("game_id", "version", "seat", "action", "action_kind", "description", "events", "to_move", "over", "time_unix_ms")
+    __slots__ = ("game_id", "version", "seat", "action", "action_kind", "description", "events", "to_move", "over", "time_unix_ms", "commit_id", "parent_commit_id")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
@@ -255,6 +257,8 @@ class GameUpdate(_message.Message):
     TO_MOVE_FIELD_NUMBER: _ClassVar[int]
     OVER_FIELD_NUMBER: _ClassVar[int]
     TIME_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
+    PARENT_COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     version: int
     seat: int
@@ -265,4 +269,6 @@ class GameUpdate(_message.Message):
     to_move: int
     over: bool
     time_unix_ms: int
-    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., action: _Optional[int] = ..., action_kind: _Optional[str] = ..., description: _Optional[str] = ..., events: _Optional[_Iterable[_Union[GameEvent, _Mapping]]] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., time_unix_ms: _Optional[int] = ...) -> None: ...
+    commit_id: str
+    parent_commit_id: str
+    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., action: _Optional[int] = ..., action_kind: _Optional[str] = ..., description: _Optional[str] = ..., events: _Optional[_Iterable[_Union[GameEvent, _Mapping]]] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., time_unix_ms: _Optional[int] = ..., commit_id: _Optional[str] = ..., parent_commit_id: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,355 @@
+"""WatchGame for any number of watchers: one reader per store group, fanned out to streams.
+
+A replica reads each watched game's updates once, whatever the number of its watchers: one
+reader task per store group (a Redis Cluster slot's worth of games; see ``Store.groups``)
+reads the news of all that group's watched games in one blocking call, checks that each new
+update follows the last one (its parent commit id), and puts it in the queue of every watcher
+of the game. Watchers never own a store connection. A watcher joining late catches up from the
+game's window first.
+
+History checks: a watcher may name the commit id of the last update it has; the store must
+still hold it. The readers check, after any store error and every ``verify_seconds``, that
+each watched game still holds the version they last read: a store that went back in time (a
+snapshot restored, a failover to a lagging replica) ends that game's watchers with DATA_LOSS
+naming the versions lost, and is counted.
+
+Limits (RESOURCE_EXHAUSTED, naming the limit): streams per replica and per peer (address).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from engine_service.server.errors import Code, ServiceError, not_found
+from engine_service.server.metrics import Metrics
+from engine_service.store import Store, StoredUpdate, StoreError
+
+log = logging.getLogger("ascension.engine.watch")
+
+
+@dataclass(frozen=True, slots=True)
+class WatchLimits:
+    per_replica: int = 20_000
+    per_peer: int = 1_000
+    queue: int = 64  # updates a watcher may fall behind before it is told to resume
+
+
+class _End:
+    """Put in a watcher's queue: the stream ends (with ``error``, or cleanly when None)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: ServiceError | None) -> None:
+        self.error = error
+
+
+@dataclass(eq=False, slots=True)
+class _Watcher:
+    queue: asyncio.Queue[StoredUpdate | _End]
+    last: int  # the last version handed to this watcher (or that it had)
+
+
+@dataclass(eq=False, slots=True)
+class _Feed:
+    game_id: str
+    cursor: int  # the last version read for this game
+    cursor_id: str  # its commit id ("" if not known)
+    watchers: set[_Watcher] = field(default_factory=set)
+    recent: collections.deque[StoredUpdate] = field(default_factory=collections.deque)
+
+
+def peer_address(peer: str) -> str:
+    """gRPC's peer string without the port: "ipv4:1.2.3.4:5678" -> "ipv4:1.2.3.4"."""
+    host, sep, port = peer.rpartition(":")
+    return host if sep and port.isdigit() and host.count(":") >= 1 else peer
+
+
+class WatchHub:
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        limits: WatchLimits | None = None,
+        block_ms: int = 500,
+        verify_seconds: float = 30.0,
+    ) -> None:
+        self.store = store
+        self.metrics = metrics
+        self.limits = limits or WatchLimits()
+        self.block_ms = block_ms
+        self.verify_seconds = verify_seconds
+        self._feeds: list[dict[str, _Feed]] = [{} for _ in range(store.groups)]
+        self._readers: dict[int, asyncio.Task[None]] = {}
+        self._streams = 0
+        self._per_peer: collections.Counter[str] = collections.Counter()
+        self._stopping = False
+
+    # ---- streams -----------------------------------------------------------------------
+
+    def _admit(self, peer: str) -> None:
+        if self._stopping:
+            raise ServiceError(Code.UNAVAILABLE, "the server is shutting down: watch again later")
+        if self._streams >= self.limits.per_replica:
+            self.metrics.watch_refused.labels("per_replica").inc()
+            raise ServiceError(
+                Code.RESOURCE_EXHAUSTED,
+                f"this server has {self._streams} watch streams open, its limit "
+                f"(ENGINE_WATCH_MAX_STREAMS={self.limits.per_replica}); try another replica or "
+                "later",
+            )
+        if self._per_peer[peer] >= self.limits.per_peer:
+            self.metrics.watch_refused.labels("per_peer").inc()
+            raise ServiceError(
+                Code.RESOURCE_EXHAUSTED,
+                f"{self._per_peer[peer]} watch streams are open from your address, the limit "
+                f"per peer (ENGINE_WATCH_MAX_STREAMS_PER_PEER={self.limits.per_peer})",
+            )
+        self._streams += 1
+        self._per_peer[peer] += 1
+        self.metrics.watch_streams.set(self._streams)
+
+    def _leave(self, peer: str) -> None:
+        self._streams -= 1
+        self._per_peer[peer] -= 1
+        if self._per_peer[peer] <= 0:
+            del self._per_peer[peer]
+        self.metrics.watch_streams.set(self._streams)
+
+    async def watch(
+        self,
+        game_id: str,
+        after_version: int,
+        after_commit_id: str,
+        peer: str,
+        active: Callable[[], bool],
+    ) -> AsyncIterator[StoredUpdate]:
+        """Updates of ``game_id`` above ``after_version``, until the game ends, the caller goes
+        away (``active`` turns false) or the server stops."""
+        peer = peer_address(peer)
+        self._admit(peer)
+        try:
+            async for u in self._watch(game_id, after_version, after_commit_id, active):
+                yield u
+        finally:
+            self._leave(peer)
+
+    async def _watch(
+        self, game_id: str, last: int, last_id: str, active: Callable[[], bool]
+    ) -> AsyncIterator[StoredUpdate]:
+        rec = await self.store.load(game_id)
+        if rec is None:
+            raise not_found(game_id)
+        if last > rec.version or (last == rec.version and last_id and last_id != rec.commit_id):
+            raise self._lost(game_id, last, rec.version)
+        if rec.over and last >= rec.version:
+            return
+        # Catch up from the store's window, then follow the game's feed.
+        while True:
+            backlog = (await self.store.read_updates({game_id: last}, 0)).get(game_id, [])
+            if backlog and backlog[0].version > last + 1:
+                raise ServiceError(
+                    Code.OUT_OF_RANGE,
+                    f"updates before version {backlog[0].version} are no longer kept; GetGame "
+                    f"has the current state: watch from after_version={backlog[-1].version}",
+                )
+            if backlog and last_id and backlog[0].parent_id != last_id:
+                raise self._lost(game_id, last, backlog[0].version - 1)
+            for u in backlog:
+                yield u
+                last, last_id = u.version, u.commit_id
+                if u.over:
+                    return
+            watcher = self._join(game_id, last, last_id)
+            if watcher is not None:
+                break
+        try:
+            while True:
+                # A caller that goes away cancels this task (gRPC does): no polling needed.
+                item = await watcher.queue.get()
+                if isinstance(item, _End):
+                    if item.error is not None:
+                        raise item.error
+                    return
+                yield item
+                if item.over or not active():
+                    return
+        finally:
+            self._part(game_id, watcher)
+
+    def _lost(self, game_id: str, seen: int, holds: int) -> ServiceError:
+        self.metrics.rollbacks_detected.inc()
+        log.warning(
+            "game %s: a watcher has seen version %d but the store holds version %d "
+            "(the store lost versions)",
+            game_id,
+            seen,
+            holds,
+        )
+        return ServiceError(
+            Code.DATA_LOSS,
+            f"the store no longer holds the history you have seen: it holds game {game_id} at "
+            f"version {holds}, versions after {min(seen, holds)} you received were lost (a "
+            f"store rollback); read the game again (GetGame) and watch from its version",
+            (("current-version", str(holds)),),
+        )
+
+    # ---- feeds -------------------------------------------------------------------------
+
+    def _join(self, game_id: str, last: int, last_id: str) -> _Watcher | None:
+        """A watcher of the game's feed that has everything up to ``last``; None when the feed
+        is further ahead than its recent updates reach (read the store again first)."""
+        group = self.store.group_of(game_id)
+        feeds = self._feeds[group]
+        feed = feeds.get(game_id)
+        watcher = _Watcher(asyncio.Queue(self.limits.queue), last)
+        if feed is None:
+            feed = feeds[game_id] = _Feed(game_id, last, last_id)
+            feed.recent = collections.deque(maxlen=self.limits.queue)
+        elif feed.cursor > last:
+            missed = [u for u in feed.recent if u.version > last]
+            if not missed or missed[0].version != last + 1:
+                return None
+            for u in missed:
+                watcher.queue.put_nowait(u)
+            watcher.last = missed[-1].version
+        feed.watchers.add(watcher)
+        reader = self._readers.get(group)
+        if reader is None or reader.done():
+            self._readers[group] = asyncio.create_task(self._read(group), name=f"watch-{group}")
+        return watcher
+
+    def _part(self, game_id: str, watcher: _Watcher) -> None:
+        feeds = self._feeds[self.store.group_of(game_id)]
+        feed = feeds.get(game_id)
+        if feed is not None:
+            feed.watchers.discard(watcher)
+            if not feed.watchers:
+                del feeds[game_id]
+
+    def _end_feed(self, group: int, feed: _Feed, error: ServiceError | None) -> None:
+        for w in feed.watchers:
+            self._put(w, _End(error), force=True)
+        self._feeds[group].pop(feed.game_id, None)
+
+    def _put(self, w: _Watcher, item: StoredUpdate | _End, force: bool = False) -> None:
+        if force:
+            while w.queue.full():
+                w.queue.get_nowait()
+        try:
+            w.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            # Too slow a reader: it has everything up to w.last and may resume from there.
+            while w.queue.full():
+                w.queue.get_nowait()
+            w.queue.put_nowait(
+                _End(
+                    ServiceError(
+                        Code.OUT_OF_RANGE,
+                        f"this stream fell more than {self.limits.queue} updates behind; watch "
+                        f"again with after_version={w.last}",
+                    )
+                )
+            )
+            w.last = 1 << 62  # nothing more for it
+
+    def _deliver(self, group: int, feed: _Feed, ups: list[StoredUpdate]) -> None:
+        if feed.cursor_id and ups[0].parent_id and ups[0].parent_id != feed.cursor_id:
+            self._end_feed(group, feed, self._lost(feed.game_id, feed.cursor, ups[0].version - 1))
+            return
+        if ups[0].version > feed.cursor + 1:
+            error = ServiceError(
+                Code.OUT_OF_RANGE,
+                f"updates {feed.cursor + 1}..{ups[0].version - 1} were trimmed before they "
+                "could be sent; GetGame has the current state",
+            )
+            self._end_feed(group, feed, error)
+            return
+        for u in ups:
+            feed.recent.append(u)
+            for w in feed.watchers:
+                if u.version > w.last:
+                    w.last = u.version
+                    self._put(w, u)
+        feed.cursor, feed.cursor_id = ups[-1].version, ups[-1].commit_id
+
+    async def _verify(self, group: int) -> None:
+        """End the watchers of games that are gone or that the store rolled back."""
+        feeds = self._feeds[group]
+        if not feeds:
+            return
+        heads = await self.store.heads(list(feeds))
+        for gid, feed in list(feeds.items()):
+            head = heads.get(gid)
+            if head is None:
+                self._end_feed(group, feed, None)  # deleted, or expired
+                continue
+            version, commit_id = head
+            if version < feed.cursor or (
+                version == feed.cursor and feed.cursor_id and commit_id != feed.cursor_id
+            ):
+                self._end_feed(group, feed, self._lost(gid, feed.cursor, version))
+
+    async def _read(self, group: int) -> None:
+        feeds = self._feeds[group]
+        next_verify = time.monotonic() + self.verify_seconds
+        failing = False
+        while feeds and not self._stopping:
+            try:
+                if failing or time.monotonic() >= next_verify:
+                    await self._verify(group)
+                    next_verify = time.monotonic() + self.verify_seconds
+                    failing = False
+                    continue
+                cursors = {gid: f.cursor for gid, f in feeds.items()}
+                news = await self.store.read_updates(cursors, self.block_ms)
+            except StoreError as e:
+                if not failing:
+                    log.warning("watch reader %d: %s (retrying)", group, e)
+                failing = True
+                await asyncio.sleep(0.5)
+                continue
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("watch reader %d failed; retrying", group)
+                failing = True
+                await asyncio.sleep(0.5)
+                continue
+            for gid, ups in news.items():
+                feed = feeds.get(gid)
+                if feed is not None:
+                    fresh = [u for u in ups if u.version > feed.cursor]
+                    if fresh:
+                        self._deliver(group, feed, fresh)
+
+    async def stop(self) -> None:
+        """End every stream (UNAVAILABLE, with the version to resume after)."""
+        self._stopping = True
+        for group, feeds in enumerate(self._feeds):
+            for feed in list(feeds.values()):
+                for w in feed.watchers:
+                    self._put(
+                        w,
+                        _End(
+                            ServiceError(
+                                Code.UNAVAILABLE,
+                                "the server is shutting down: watch again with "
+                                f"after_version={w.last}",
+                            )
+                        ),
+                        force=True,
+                    )
+                feeds.pop(feed.game_id, None)
+            del group
+        readers = list(self._readers.values())
+        for t in readers:
+            t.cancel()
+        for t in readers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
