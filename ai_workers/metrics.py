@@ -3,11 +3,23 @@
 Under ``ascension-worker run`` the process pool's children write their samples to
 ``PROMETHEUS_MULTIPROC_DIR`` (set before this module is imported) and the parent serves them
 all on ``WORKER_METRICS_PORT``; in the engine's embedded pool they live in that process.
+
+Names end with their unit. No ``_created`` series are exported; the counters whose label
+values are known in advance are exported at 0 by :func:`preinitialise` (``ascension-worker
+run`` calls it), so dashboards show 0 rather than no data.
 """
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 DECISION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 WAIT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -28,8 +40,8 @@ mcts_ips = Gauge(
     multiprocess_mode="mostrecent",
 )
 mcts_ips_hist = Histogram(
-    "ascension_worker_mcts_iterations_per_second_distribution",
-    "ISMCTS iterations per second, per search",
+    "ascension_worker_mcts_search_iterations_per_second",
+    "ISMCTS iterations per second, one observation per search",
     buckets=IPS_BUCKETS,
 )
 task_failures = Counter("ascension_worker_task_failures_total", "move tasks that failed")
@@ -44,3 +56,89 @@ outcomes = Counter(
     "what became of each move request: played, stale, lost_race, replayed, gone",
     ["outcome"],
 )
+
+# Why a fallback move was played (the `reason` label of fallbacks): a bounded set, so the
+# series can be exported at 0 and an exception's type never becomes a label value.
+FALLBACK_BOT_RAISED = "bot_raised"
+FALLBACK_ILLEGAL_ACTION = "illegal_action"
+FALLBACK_NO_RULES_VIEW = "no_rules_view"
+FALLBACK_REASONS = (FALLBACK_BOT_RAISED, FALLBACK_ILLEGAL_ACTION, FALLBACK_NO_RULES_VIEW)
+OUTCOMES = ("played", "stale", "lost_race", "replayed", "gone")
+
+
+def fallback_reason(why: str) -> str:
+    """The `reason` label of a fallback, from ai_workers.decide's explanation."""
+    if why.startswith("raised"):
+        return FALLBACK_BOT_RAISED
+    if why == "illegal action":
+        return FALLBACK_ILLEGAL_ACTION
+    return FALLBACK_NO_RULES_VIEW
+
+
+def preinitialise(bots: Iterable[str]) -> None:
+    """Export every known label combination of the counters at 0."""
+    for outcome in OUTCOMES:
+        outcomes.labels(outcome)
+    for bot in bots:
+        moves.labels(bot)
+        for reason in FALLBACK_REASONS:
+            fallbacks.labels(bot, reason)
+    task_failures.inc(0)
+    task_retries.inc(0)
+
+
+def _children(pid: int) -> list[int]:
+    """Direct child processes of `pid` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # exited meanwhile
+        # Fields after the command name, which is in parentheses and may hold spaces.
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+class PoolCollector(Collector):
+    """CPU and memory of the Celery pool's processes, which do the searching.
+
+    The standard ``process_*`` series describe the process serving /metrics, the worker's
+    parent; its children are summed here (Linux only; nothing is exported elsewhere).
+    """
+
+    def __init__(self, pid: int | None = None) -> None:
+        self.pid = pid or os.getpid()
+        self._ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        if not Path("/proc/self/stat").exists():
+            return
+        cpu, rss, count = 0.0, 0, 0
+        for child in _children(self.pid):
+            try:
+                fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            # utime and stime are fields 14 and 15 of stat, rss (pages) field 24.
+            cpu += (int(fields[11]) + int(fields[12])) / self._ticks
+            rss += int(fields[21]) * self._page
+            count += 1
+        yield GaugeMetricFamily(
+            "ascension_worker_pool_processes", "Celery pool processes of this worker", count
+        )
+        yield CounterMetricFamily(
+            "ascension_worker_pool_cpu_seconds",
+            "user and system CPU time of the current pool processes, summed",
+            cpu,
+        )
+        yield GaugeMetricFamily(
+            "ascension_worker_pool_resident_memory_bytes",
+            "resident memory of the pool processes, summed",
+            rss,
+        )

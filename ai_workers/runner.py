@@ -108,7 +108,7 @@ def play_move(
         d = decide(view, legal, settings)
     metrics.decision_seconds.labels(settings.name).observe(d.seconds)
     if d.fallback:
-        metrics.fallbacks.labels(settings.name, d.fallback).inc()
+        metrics.fallbacks.labels(settings.name, metrics.fallback_reason(d.fallback)).inc()
     if d.iterations and d.search_seconds > 0:
         ips = d.iterations / d.search_seconds
         metrics.mcts_ips.set(ips)

@@ -1,11 +1,40 @@
-"""Prometheus metrics of the engine (names are a contract: deploy/ dashboards and alerts use them)."""
+"""Prometheus metrics of the engine (names are a contract: deploy/ dashboards and alerts use them).
+
+Every registry also carries the standard process (CPU, memory, file descriptors, start time),
+platform and garbage-collector collectors. No ``_created`` series are exported: they would
+double the series count and no rule or dashboard reads them. Labelled counters whose values
+are known in advance are exported at 0 from the start, so dashboards show 0, not "no data".
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    GC_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+    start_http_server,
+)
+
+from engine_service.api.ascension.v1 import engine_pb2
+from engine_service.rules import KIND_NAMES
+
+# Process-wide switch of prometheus_client; set before any metric is built.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+# The `code` values exported at 0 for every method: success and the two server-side failures
+# the error-rate alert and the dashboard divide by (the other codes appear when they happen).
+PREINITIALISED_CODES = ("OK", "INTERNAL", "UNAVAILABLE")
+RPC_METHODS = tuple(m.name for m in engine_pb2.DESCRIPTOR.services_by_name["Engine"].methods)
+ENQUEUE_REASONS = ("turn", "sweep")
 
 _LATENCY_BUCKETS = (
     0.0005,
@@ -32,6 +61,10 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        if GC_COLLECTOR is not None:
+            GCCollector(registry=r)
         self.requests = Counter(
             "ascension_grpc_requests",
             "gRPC requests by method and status code",
@@ -99,8 +132,14 @@ class Metrics:
         self._store_children: dict[str, Any] = {}
         self._rpc_children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self._action_children: dict[str, Any] = {}
-        for reason in ("turn", "sweep"):
-            self.ai_enqueued.labels(reason)  # exported as 0 before the first dispatch
+        # Exported as 0 before the first event.
+        for reason in ENQUEUE_REASONS:
+            self.ai_enqueued.labels(reason)
+        for method in RPC_METHODS:
+            for code in PREINITIALISED_CODES:
+                self.requests.labels(method, code)
+        for kind in KIND_NAMES.values():
+            self.actions.labels(kind)
 
     def observe_store(self, op: str, seconds: float) -> None:
         child = self._store_children.get(op)

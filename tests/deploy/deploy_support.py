@@ -146,8 +146,10 @@ class Contract:
 
     @property
     def metrics(self) -> frozenset[str]:
-        """Every series name the engine and the worker export."""
-        return frozenset(name for family in self.families for name in family.samples)
+        """Every series name the engine and the worker export, and the standard series the
+        rules and dashboard may read besides (EXTERNAL_SERIES)."""
+        own = frozenset(name for family in self.families for name in family.samples)
+        return own | frozenset(EXTERNAL_SERIES)
 
     @property
     def histograms(self) -> frozenset[str]:
@@ -155,13 +157,31 @@ class Contract:
 
     @property
     def metric_labels(self) -> dict[str, frozenset[str]]:
-        """Labels each series carries (besides the target labels job and instance)."""
-        return {name: labels for f in self.families for name, labels in f.samples.items()}
+        """Labels each series carries (besides the target labels job, instance, namespace)."""
+        own = {name: labels for f in self.families for name, labels in f.samples.items()}
+        return {**EXTERNAL_SERIES, **own}
 
     def family_of(self, series: str) -> MetricFamily:
         (family,) = [f for f in self.families if series in f.samples]
         return family
 
+
+# Series the rules and the dashboard read that are not the project's own metrics: the
+# scraper's `up`, the process collectors of engine and worker (prometheus_client), the
+# worker's pool collector, and the Redis exporter's memory gauges (job ascension-redis).
+EXTERNAL_SERIES: dict[str, frozenset[str]] = {
+    "up": frozenset(),
+    "process_cpu_seconds_total": frozenset(),
+    "process_resident_memory_bytes": frozenset(),
+    "process_open_fds": frozenset(),
+    "process_max_fds": frozenset(),
+    "process_start_time_seconds": frozenset(),
+    "ascension_worker_pool_cpu_seconds_total": frozenset(),
+    "ascension_worker_pool_resident_memory_bytes": frozenset(),
+    "ascension_worker_pool_processes": frozenset(),
+    "redis_memory_used_bytes": frozenset(),
+    "redis_memory_max_bytes": frozenset(),
+}
 
 CONTRACT = Contract(
     commands={
@@ -256,7 +276,9 @@ def rpc_methods() -> frozenset[str]:
     return frozenset(method.name for method in service.methods)
 
 
-TARGET_LABELS = frozenset({"job", "instance"})
+# Added by the scraper: job and instance, and namespace (the Prometheus Operator adds the
+# Kubernetes namespace; compose's scrape config sets namespace="ascension").
+TARGET_LABELS = frozenset({"job", "instance", "namespace"})
 
 
 def load_yaml_documents(text: str) -> list[dict[str, Any]]:

@@ -107,7 +107,7 @@ def test_two_engine_replicas_a_worker_and_no_sweeper_service(compose: dict[str, 
     assert stack["engine"]["command"] == ["ascension-engine", "serve"]
     assert stack["worker"]["command"] == ["ascension-worker", "run"]
     # The sweeper runs inside every engine replica (ENGINE_AI_SWEEP_SECONDS).
-    assert set(stack) == {"redis", "engine", "worker", "prometheus", "grafana"}
+    assert set(stack) == {"redis", "redis-exporter", "engine", "worker", "prometheus", "grafana"}
     for name, service in stack.items():
         assert "sweeper" not in service.get("command", []), f"{name} runs a separate sweeper"
 
@@ -299,10 +299,67 @@ def test_grafana_is_provisioned(compose: dict[str, Any]) -> None:
     (datasource,) = yaml.safe_load(datasources.read_text())["datasources"]
     host, port = re.fullmatch(r"http://([\w-]+):(\d+)", datasource["url"]).groups()  # type: ignore[union-attr]
     assert host in services(compose)
-    assert f"{port}:{port}" in services(compose)[host]["ports"]
+    assert f"127.0.0.1:{port}:{port}" in services(compose)[host]["ports"]
     providers = container_to_host(grafana, "/etc/grafana/provisioning/dashboards/ascension.yaml")
     (provider,) = yaml.safe_load(providers.read_text())["providers"]
     dashboards = container_to_host(grafana, provider["options"]["path"])
     assert sorted(p.name for p in dashboards.glob("*.json")) == ["ascension-engine.json"]
     home = grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
     assert container_to_host(grafana, home).is_file()
+
+
+def memory_bytes(text: str) -> int:
+    """A Compose or Redis memory size (512m, 1g, 768mb, 1gb) in bytes."""
+    number, unit = re.fullmatch(r"(\d+)([kmg]?)b?", str(text).lower()).groups()  # type: ignore[union-attr]
+    return int(number) * int(1024 ** " kmg".index(unit or " "))
+
+
+def test_every_service_has_memory_and_cpu_limits(compose: dict[str, Any]) -> None:
+    for name, service in services(compose).items():
+        limits = service.get("deploy", {}).get("resources", {}).get("limits", {})
+        assert memory_bytes(limits.get("memory", "0")) > 0, f"{name}: no memory limit"
+        assert float(default_of(limits.get("cpus", "0"))) > 0, f"{name}: no CPU limit"
+
+
+def test_redis_maxmemory_fits_its_memory_limit(compose: dict[str, Any]) -> None:
+    """Without maxmemory, noeviction never applies and Redis grows until it is killed."""
+    redis = services(compose)["redis"]
+    options = dict(zip(redis["command"][1::2], redis["command"][2::2], strict=True))
+    maxmemory = memory_bytes(default_of(options["--maxmemory"]))
+    limit = memory_bytes(redis["deploy"]["resources"]["limits"]["memory"])
+    # Room for the AOF rewrite's fork and the allocator's overhead.
+    assert 0 < maxmemory <= 0.8 * limit
+
+
+def test_worker_cpu_limit_matches_its_concurrency(compose: dict[str, Any]) -> None:
+    worker = services(compose)["worker"]
+    cpus = default_of(worker["deploy"]["resources"]["limits"]["cpus"])
+    assert cpus == environment(compose, "worker")["WORKER_CONCURRENCY"]
+
+
+def test_monitoring_ports_listen_on_this_host_only(compose: dict[str, Any]) -> None:
+    for name in ("prometheus", "grafana"):
+        for port in services(compose)[name]["ports"]:
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} to every interface"
+    published = {
+        name for name, service in services(compose).items() if service.get("ports")
+    }
+    assert published == {"engine", "prometheus", "grafana"}
+
+
+def test_grafana_needs_a_password_and_has_no_anonymous_access(compose: dict[str, Any]) -> None:
+    env = services(compose)["grafana"]["environment"]
+    # ${VAR:?message}: compose refuses to start while the variable is unset.
+    assert re.fullmatch(r"\$\{GRAFANA_ADMIN_PASSWORD:\?[^}]+\}", env["GF_SECURITY_ADMIN_PASSWORD"])
+    assert env["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+    assert env["GF_USERS_ALLOW_SIGN_UP"] == "false"
+
+
+def test_prometheus_scrapes_the_redis_exporter(compose: dict[str, Any]) -> None:
+    config = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
+    (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "ascension-redis"]
+    (target,) = job["static_configs"][0]["targets"]
+    host, port = target.split(":")
+    exporter = services(compose)[host]
+    assert port in exporter["expose"]
+    assert exporter["environment"]["REDIS_ADDR"] == "redis://redis:6379"

@@ -20,7 +20,9 @@ from ai_workers.bots.registry import BUILTINS
 from tests.deploy.deploy_support import (
     CONTRACT,
     DEPLOY,
+    EXTERNAL_SERIES,
     SERVER_SIDE_CODES,
+    TARGET_LABELS,
     PromQLFacts,
     check_promql,
     enqueue_reasons,
@@ -45,6 +47,8 @@ TOPICS = {
     "AI decision time": "ascension_worker_decision_seconds_bucket",
     "stalled games": "ascension_ai_seat_wait_seconds",
     "AI moves not consumed": "ascension_worker_move_outcomes_total",
+    "engine or workers down": "up",
+    "Redis memory against maxmemory": "redis_memory_max_bytes",
 }
 ALERTS_TEST = DEPLOY / "prometheus" / "alerts_test.yaml"
 
@@ -114,7 +118,9 @@ def test_alert_expression_uses_contract_metrics(rule: dict[str, Any]) -> None:
     check_label_values(facts, rule["alert"])
     # Annotations may only name labels the expression keeps.
     used = set(re.findall(r"\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)", json.dumps(rule["annotations"])))
-    assert used <= facts.labels, f"{rule['alert']}: annotations use {sorted(used - facts.labels)}"
+    # Without an aggregation the series keep their target labels too.
+    kept = facts.labels | (TARGET_LABELS if not aggregations(rule["expr"]) else frozenset())
+    assert used <= kept, f"{rule['alert']}: annotations use {sorted(used - kept)}"
 
 
 def test_alerts_cover_every_topic() -> None:
@@ -164,7 +170,9 @@ def test_stalled_game_alert_leaves_the_sweeper_time_to_act() -> None:
     """The engine re-dispatches a move after ENGINE_AI_STALL_SECONDS (checked every
     ENGINE_AI_SWEEP_SECONDS): the alert must wait for that to have failed."""
     (rule,) = [r for r in alert_rules() if r["alert"] == "AscensionGamesStalled"]
-    match = re.fullmatch(r"max\(ascension_ai_seat_wait_seconds\) > (\d+)", rule["expr"].strip())
+    match = re.fullmatch(
+        r"max by \(namespace\) \(ascension_ai_seat_wait_seconds\) > (\d+)", rule["expr"].strip()
+    )
     assert match, rule["expr"]
     stall = float(CONTRACT.engine_defaults["ENGINE_AI_STALL_SECONDS"])
     sweep = float(CONTRACT.engine_defaults["ENGINE_AI_SWEEP_SECONDS"])
@@ -290,8 +298,9 @@ def test_dashboard_covers_every_topic_and_every_metric() -> None:
     for panel in dashboard_panels():
         for target in panel["targets"]:
             used |= promql_facts(grafana_to_promql(target["expr"])).metrics
-    assert set(TOPICS.values()) <= used
-    shown = {CONTRACT.family_of(series).name for series in used}
+    assert set(TOPICS.values()) - {"up", "redis_memory_max_bytes"} <= used
+    assert {"up", "redis_memory_max_bytes", "process_cpu_seconds_total"} <= used
+    shown = {CONTRACT.family_of(series).name for series in used - set(EXTERNAL_SERIES)}
     missing = {family.name for family in CONTRACT.families} - shown
     assert not missing, f"metrics not shown: {sorted(missing)}"
 
@@ -308,3 +317,83 @@ def test_grafana_provisioning() -> None:
     (provider,) = providers["providers"]
     assert provider["type"] == "file"
     assert provider["options"]["path"] == "/etc/grafana/dashboards"
+
+
+# ---------------------------------------------------------------------------
+# Scope: two releases in one Prometheus never mix
+# ---------------------------------------------------------------------------
+
+SCRAPE_JOBS = frozenset({"ascension-engine", "ascension-worker", "ascension-redis"})
+
+
+def aggregations(expr: str) -> list[tuple[str, frozenset[str], bool]]:
+    """(operator, grouping labels, is `without`) of every aggregation in an expression."""
+    import promql_parser
+
+    found: list[tuple[str, frozenset[str], bool]] = []
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, promql_parser.AggregateExpr):
+            modifier = node.modifier
+            labels = frozenset(modifier.labels) if modifier is not None else frozenset()
+            without = modifier is not None and "without" in str(modifier.type).lower()
+            found.append((str(node.op), labels, without))
+        return True
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found
+
+
+@pytest.mark.parametrize("rule", alert_rules(), ids=lambda rule: rule["alert"])
+def test_alert_rules_keep_the_namespace(rule: dict[str, Any]) -> None:
+    """Every aggregation keeps `namespace`, so an alert names the release it is about."""
+    for op, labels, without in aggregations(rule["expr"]):
+        assert not without, f"{rule['alert']}: {op} without (...)"
+        assert "namespace" in labels, f"{rule['alert']}: {op} drops the namespace"
+    jobs = promql_facts(rule["expr"]).matched_values("job")
+    assert jobs <= SCRAPE_JOBS, f"{rule['alert']}: unknown jobs {sorted(jobs - SCRAPE_JOBS)}"
+
+
+def test_aggregation_check_is_not_vacuous() -> None:
+    assert aggregations("sum(rate(ascension_cas_conflicts_total[5m]))") == [
+        ("sum", frozenset(), False)
+    ]
+
+
+@pytest.mark.parametrize("panel", dashboard_panels(), ids=lambda panel: panel["title"])
+def test_dashboard_queries_are_scoped_to_the_selected_namespace(panel: dict[str, Any]) -> None:
+    import promql_parser
+
+    for target in panel["targets"]:
+        selectors: list[Any] = []
+
+        def visit(node: Any, found: list[Any] = selectors) -> bool:
+            if isinstance(node, promql_parser.VectorSelector):
+                found.append(node)
+            return True
+
+        promql_parser.walk(promql_parser.parse(grafana_to_promql(target["expr"])), visit)
+        assert selectors, panel["title"]
+        for selector in selectors:
+            matchers = {(m.name, m.value) for m in selector.matchers.matchers}
+            assert ("namespace", "$namespace") in matchers, (
+                f"{panel['title']}: {selector} is not scoped to $namespace"
+            )
+
+
+def test_dashboard_has_a_namespace_variable() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    namespace = variables["namespace"]
+    assert namespace["type"] == "query"
+    assert namespace["includeAll"] is False, "All would mix two releases"
+    assert 'up{job="ascension-engine"}' in namespace["definition"]
+
+
+def test_compose_scrape_config_names_jobs_and_namespace() -> None:
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert set(jobs) >= SCRAPE_JOBS
+    for name in SCRAPE_JOBS:
+        relabel = jobs[name]["relabel_configs"]
+        assert {"target_label": "namespace", "replacement": "ascension"} in relabel, name
