@@ -2,7 +2,10 @@
 
 ascension-worker run      the Celery worker on queue ascension.moves (prefork, prefetch 1,
                           WORKER_CONCURRENCY processes), metrics on WORKER_METRICS_PORT
-ascension-worker check    exit 0 when this host's worker answers a ping (liveness probe)
+ascension-worker check    exit 0 when this host's worker answers a ping through the broker
+ascension-worker check --local
+                          exit 0 while this host's worker writes its heartbeat file (the
+                          liveness probe: no broker round trip)
 ascension-worker sweeper  the sweeper runs inside the engine: prints so and exits 0
 """
 
@@ -16,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ai_workers import config
+from ai_workers import config, heartbeat
 
 SWEEPER_NOTE = (
     "ascension-worker sweeper: nothing to run. Stalled AI moves are re-dispatched by the engine "
@@ -38,10 +41,24 @@ def _multiproc_dir() -> str:
 
 
 def _serve_metrics(port: int) -> None:
-    from prometheus_client import CollectorRegistry, multiprocess, start_http_server
+    from prometheus_client import (
+        CollectorRegistry,
+        PlatformCollector,
+        ProcessCollector,
+        multiprocess,
+        start_http_server,
+    )
+
+    from ai_workers import metrics
+    from ai_workers.bots.registry import available_bots
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    # process_* of this (parent) process; the pool's processes are summed by PoolCollector.
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    registry.register(metrics.PoolCollector())
+    metrics.preinitialise(available_bots())
     start_http_server(port, registry=registry)
 
 
@@ -64,13 +81,15 @@ def run(cfg: config.WorkerConfig) -> int:
     _mark_dead_children()
     if cfg.metrics_port:
         _serve_metrics(cfg.metrics_port)
+    node = cfg.node
+    heartbeat.start(node, cfg.broker_url)
     argv = [
         "worker",
         "--queues", config.QUEUE,
         "--pool", "prefork",
         "--concurrency", str(cfg.concurrency),
         "--prefetch-multiplier", "1",
-        "--hostname", cfg.node_name,
+        "--hostname", node,
         "--loglevel", cfg.log_level,
         "--without-gossip",
         "--without-mingle",
@@ -79,22 +98,66 @@ def run(cfg: config.WorkerConfig) -> int:
     return 0
 
 
+def _local_beats(cfg: config.WorkerConfig) -> list[heartbeat.Beat]:
+    """Heartbeats of this host's live workers (the configured node only, when its name
+    does not depend on the process id)."""
+    beats = [b for b in heartbeat.read_all() if b.process_alive()]
+    if "%p" not in cfg.node_name:
+        beats = [b for b in beats if b.node == cfg.node]
+    return beats
+
+
+def check_local(cfg: config.WorkerConfig, max_age: float) -> int:
+    """Liveness without the broker: a live worker process of this host wrote its heartbeat
+    within `max_age` seconds."""
+    beats = _local_beats(cfg)
+    fresh = [b for b in beats if b.age() <= max_age]
+    for b in fresh:
+        print(f"{b.node}: alive (pid {b.pid}, heartbeat {b.age():.0f}s ago)")
+    if fresh:
+        return 0
+    if beats:
+        stale = ", ".join(f"{b.node} {b.age():.0f}s ago" for b in beats)
+        print(
+            f"ascension-worker check: heartbeat too old ({stale}; limit {max_age:g}s)",
+            file=sys.stderr,
+        )
+    else:
+        print(f"ascension-worker check: no worker of this host writes a heartbeat in {heartbeat.directory()}", file=sys.stderr)  # fmt: skip
+    return 1
+
+
 def check(cfg: config.WorkerConfig, timeout: float) -> int:
     from celery import Celery
 
+    source = (
+        "CELERY_BROKER_URL"
+        if os.environ.get("CELERY_BROKER_URL", "").strip()
+        else ("the default: CELERY_BROKER_URL is not set")
+    )
+    print(f"broker: {heartbeat.redact(cfg.broker_url)} ({source})")
+    if "%p" in cfg.node_name:
+        nodes = sorted({b.node for b in _local_beats(cfg)})
+        if not nodes:
+            print(f"ascension-worker check: no worker of this host found (no heartbeat in {heartbeat.directory()})", file=sys.stderr)  # fmt: skip
+            return 1
+    else:
+        nodes = [cfg.node]
     app = Celery("ascension-worker-check", broker=cfg.broker_url, set_as_current=False)
     app.conf.broker_connection_timeout = timeout
     app.conf.broker_connection_retry_on_startup = False
     app.conf.broker_connection_max_retries = 1
     try:
-        replies = app.control.ping(destination=[cfg.node], timeout=timeout)
+        replies = app.control.ping(destination=nodes, timeout=timeout)
     except Exception as e:
         print(f"ascension-worker check: broker unreachable: {e}", file=sys.stderr)
         return 1
-    if any(cfg.node in r for r in replies or []):
-        print(f"{cfg.node}: pong")
+    answered = [node for node in nodes if any(node in r for r in replies or [])]
+    for node in answered:
+        print(f"{node}: pong")
+    if answered:
         return 0
-    print(f"ascension-worker check: {cfg.node} did not answer within {timeout:g}s", file=sys.stderr)
+    print(f"ascension-worker check: {', '.join(nodes)} did not answer within {timeout:g}s", file=sys.stderr)  # fmt: skip
     return 1
 
 
@@ -102,8 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ascension-worker", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("run", help="run the Celery worker (queue ascension.moves)")
-    c = sub.add_parser("check", help="liveness: exit 0 if this host's worker answers a ping")
+    c = sub.add_parser("check", help="exit 0 if this host's worker answers a ping (--local: "
+                       "if it writes its heartbeat; the liveness probe)")  # fmt: skip
     c.add_argument("--timeout", type=float, default=3.0, help="seconds to wait (default 3)")
+    c.add_argument("--local", action="store_true",
+                   help="check the worker's heartbeat file only, without the broker")  # fmt: skip
+    c.add_argument("--max-age", type=float, default=heartbeat.MAX_AGE_SECONDS,
+                   help=f"--local: oldest acceptable heartbeat, seconds (default {heartbeat.MAX_AGE_SECONDS:g})")  # fmt: skip
     sub.add_parser("sweeper", help="the sweeper lives in the engine: print so and exit 0")
     return p
 
@@ -122,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         level=cfg.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if args.command == "check":
+        if args.local:
+            return check_local(cfg, args.max_age)
         return check(cfg, args.timeout)
     return run(cfg)
 

@@ -30,7 +30,7 @@ class WorkerConfig:
     metrics_port: int
     concurrency: int
     log_level: str
-    node_name: str  # Celery node name; "%h" is the host name
+    node_name: str  # Celery node name; "%h" is the host name, "%p" the worker's process id
     soft_time_limit: int  # seconds: above the longest search budget allowed (MAX_TIME_MS)
     time_limit: int
     visibility_timeout: int  # Redis broker: an unacknowledged task is redelivered after this
@@ -38,7 +38,9 @@ class WorkerConfig:
 
     @property
     def node(self) -> str:
-        return self.node_name.replace("%h", socket.gethostname())
+        """The node name of a worker started by this process (two workers on one host differ
+        by their process ids; in containers, by their host names)."""
+        return self.node_name.replace("%h", socket.gethostname()).replace("%p", str(os.getpid()))
 
 
 def load(env: Mapping[str, str] | None = None) -> WorkerConfig:
@@ -51,7 +53,7 @@ def load(env: Mapping[str, str] | None = None) -> WorkerConfig:
         metrics_port=_int(env, "WORKER_METRICS_PORT", 9101),
         concurrency=_int(env, "WORKER_CONCURRENCY", os.cpu_count() or 1),
         log_level=(env.get("LOG_LEVEL", "").strip() or "INFO").upper(),
-        node_name=env.get("WORKER_NODE_NAME", "").strip() or "ascension@%h",
+        node_name=env.get("WORKER_NODE_NAME", "").strip() or "ascension-%p@%h",
         soft_time_limit=soft,
         time_limit=hard,
         visibility_timeout=_int(env, "WORKER_VISIBILITY_TIMEOUT", hard + 30),

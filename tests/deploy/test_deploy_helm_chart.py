@@ -40,6 +40,10 @@ helm_python.disable_logging()
 RELEASE = "demo"
 NAMESPACE = "games"
 MONITORING_API = "monitoring.coreos.com/v1"
+KEDA_API = "keda.sh/v1alpha1"
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+CRD_APIS = frozenset({MONITORING_API, KEDA_API, GATEWAY_API})
+DIGEST = "sha256:" + "ab" * 32
 STANDARD_LABELS = (
     "app.kubernetes.io/name",
     "app.kubernetes.io/instance",
@@ -126,6 +130,67 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         },
         "worker": {"nodeSelector": {"node.kubernetes.io/instance-type": "c7i.2xlarge"}},
     },
+    "engine-pdb-off": {"engine": {"podDisruptionBudget": {"enabled": False}}},
+    "no-network-policy": {"networkPolicy": {"enabled": False}},
+    "network-policy-restricted-grpc": {
+        "networkPolicy": {
+            "grpcFrom": [{"namespaceSelector": {"matchLabels": {"team": "lobby"}}}],
+            "metricsFrom": [
+                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "obs"}}},
+                {"podSelector": {"matchLabels": {"app": "prometheus"}}},
+            ],
+        }
+    },
+    "redis-auth-existing-secret": {
+        "redis": {"auth": {"existingSecret": "games-redis-auth", "existingSecretPasswordKey": "pw"}}
+    },
+    "redis-exporter": {"redis": {"metrics": {"enabled": True}}},
+    "ingress": {
+        "ingress": {
+            "enabled": True,
+            "className": "nginx",
+            "hosts": ["play.example.com"],
+            "tls": [{"secretName": "play-tls", "hosts": ["play.example.com"]}],
+        }
+    },
+    "grpc-route": {
+        "gateway": {
+            "grpcRoute": {
+                "enabled": True,
+                "parentRefs": [{"name": "public", "namespace": "gateways", "sectionName": "https"}],
+                "hostnames": ["play.example.com"],
+            }
+        }
+    },
+    "keda-redis": {"worker": {"keda": {"enabled": True}}},
+    "keda-external-redis": {
+        "redis": {"enabled": False},
+        "externalRedis": {"existingSecret": "games-redis", "existingSecretKey": "url"},
+        "worker": {
+            "keda": {
+                "enabled": True,
+                "redis": {
+                    "address": "redis.example.internal:6380",
+                    "enableTLS": True,
+                    "passwordSecret": {"name": "games-redis", "key": "password"},
+                },
+            }
+        },
+    },
+    "keda-rabbitmq": {
+        "broker": {"existingSecret": "games-amqp", "existingSecretKey": "url"},
+        "worker": {"keda": {"enabled": True, "broker": "rabbitmq", "minReplicaCount": 2}},
+    },
+    "image-digest-registry": {
+        "global": {"imageRegistry": "registry.example.com/mirror"},
+        "image": {"repository": "games/ascension-engine", "tag": "0.1.0", "digest": DIGEST},
+        "redis": {"image": {"digest": DIGEST}, "metrics": {"enabled": True}},
+    },
+    "no-soft-spread": {
+        "engine": {"softTopologySpread": False},
+        "worker": {"softTopologySpread": False},
+    },
+    "no-ai-move-test": {"tests": {"aiMove": {"enabled": False}}},
     "everything": {
         "engine": {
             "autoscaling": {"enabled": True},
@@ -138,6 +203,23 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             "grafanaDashboard": {"enabled": True},
         },
         "broker": {"url": "redis://broker:6379/1"},
+        "redis": {"metrics": {"enabled": True}},
+        "ingress": {
+            "enabled": True,
+            "hosts": ["play.example.com"],
+            "tls": [{"secretName": "play-tls", "hosts": ["play.example.com"]}],
+        },
+        "gateway": {
+            "grpcRoute": {
+                "enabled": True,
+                "parentRefs": [{"name": "public", "sectionName": "https"}],
+            }
+        },
+    },
+    "everything-keda": {
+        "worker": {"keda": {"enabled": True}},
+        "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
+        "redis": {"metrics": {"enabled": True}},
     },
 }
 
@@ -231,8 +313,8 @@ def test_every_core_manifest_is_valid_kubernetes_1_30(scenario: str) -> None:
     docs = manifests(scenario)
     assert docs, "the chart rendered nothing"
     for doc in docs:
-        if doc["apiVersion"] == MONITORING_API:
-            continue  # CRDs: see test_prometheus_operator_resources_have_required_fields
+        if doc["apiVersion"] in CRD_APIS:
+            continue  # CRDs: checked against their required fields by their own tests
         try:
             kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
         except kubernetes_validate.ValidationError as error:
@@ -384,15 +466,47 @@ def test_pods_run_non_root_read_only_without_capabilities(scenario: str) -> None
             assert "memory" in resources["limits"], where
 
 
-def test_secret_holds_the_redis_url_of_the_in_chart_redis() -> None:
+def test_in_chart_redis_requires_a_generated_password_in_protected_mode() -> None:
     docs = manifests("defaults")
     secret = one(docs, "Secret", "redis")
-    redis_service = next(
-        s for s in by_kind(docs, "Service") if s["metadata"]["name"].endswith("-redis")
+    password = secret["stringData"]["redis-password"]
+    assert re.fullmatch(r"[A-Za-z0-9]{32}", password), "URL-safe, 32 characters"
+    assert secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    redis = by_kind(docs, "StatefulSet")[0]["spec"]["template"]["spec"]["containers"][0]
+    args = dict(zip(redis["args"][::2], redis["args"][1::2], strict=True))
+    assert args["--protected-mode"] == "yes"
+    # The password is read from the Secret into a config file, never on the command line.
+    assert "requirepass" in redis["command"][2] and "$REDIS_PASSWORD" in redis["command"][2]
+    assert password not in json.dumps(redis["command"] + redis["args"])
+    env = env_of(redis)
+    for name in ("REDIS_PASSWORD", "REDISCLI_AUTH"):
+        ref = env[name]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": secret["metadata"]["name"], "key": "redis-password"}, name
+    # Engine and workers authenticate with the same password.
+    for component in ("engine", "worker"):
+        ref = env_of(container(docs, component))["ASCENSION_REDIS_PASSWORD"]["valueFrom"]
+        assert ref["secretKeyRef"]["name"] == secret["metadata"]["name"], component
+
+
+def test_redis_auth_existing_secret() -> None:
+    docs = render_docs(
+        {
+            "redis": {
+                "auth": {"existingSecret": "games-redis-auth", "existingSecretPasswordKey": "pw"}
+            }
+        }
     )
-    assert (
-        secret["stringData"]["redis-url"] == f"redis://{redis_service['metadata']['name']}:6379/0"
-    )
+    assert not by_kind(docs, "Secret"), "the chart makes no Secret of its own"
+    redis = by_kind(docs, "StatefulSet")[0]["spec"]["template"]["spec"]["containers"][0]
+    assert env_of(redis)["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "games-redis-auth",
+        "key": "pw",
+    }
+    engine = env_of(container(docs, "engine"))
+    assert engine["ASCENSION_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "games-redis-auth",
+        "key": "pw",
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -406,8 +520,8 @@ def test_commands_are_console_scripts(scenario: str, check_command: Any) -> None
     seen = set()
     for name, _meta, spec in pod_specs(docs):
         for container in spec["containers"]:
-            if container["image"].startswith("redis:"):
-                continue
+            if container["name"] in {"redis", "exporter"}:
+                continue  # third-party images
             argv = container["command"] + container.get("args", [])
             check_command(argv, f"{name}/{container['name']}")
             seen.add(tuple(argv[:2]))
@@ -441,16 +555,21 @@ def container(docs: list[dict[str, Any]], component: str) -> dict[str, Any]:
     return found
 
 
+CHART_INTERNAL_ENV = frozenset({"ASCENSION_REDIS_PASSWORD"})
+
+
 def resolved_env(docs: list[dict[str, Any]], component: str) -> dict[str, str]:
-    """The container's environment as the process sees it (Secret refs: a broker URL)."""
-    env = {}
+    """The container's environment as the process sees it (Secret refs: a broker URL;
+    $(VAR) references expanded as Kubernetes does)."""
+    env: dict[str, str] = {}
     for name, item in env_of(container(docs, component)).items():
         if "valueFrom" in item:
             assert "secretKeyRef" in item["valueFrom"], f"{component}: {name}"
-            env[name] = "redis://secret.example:6379/0"
+            value = "s3cret" if name in CHART_INTERNAL_ENV else "redis://secret.example:6379/0"
         else:
-            env[name] = item["value"]
-    return env
+            value = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], item["value"])
+        env[name] = value
+    return {k: v for k, v in env.items() if k not in CHART_INTERNAL_ENV}
 
 
 @scenario_names
@@ -458,14 +577,18 @@ def test_environment_follows_the_contract(scenario: str) -> None:
     docs = manifests(scenario)
     values = merged_values(scenario)
     secrets = {s["metadata"]["name"]: s for s in by_kind(docs, "Secret")}
-    existing = {values["externalRedis"]["existingSecret"], values["broker"]["existingSecret"]} - {
-        ""
-    }
+    existing = {
+        values["externalRedis"]["existingSecret"],
+        values["broker"]["existingSecret"],
+        values["redis"]["auth"]["existingSecret"],
+    } - {""}
     allowed = {"engine": CONTRACT.engine_env, "worker": CONTRACT.worker_env}
     required = {"engine": DEPLOYED_ENGINE_ENV, "worker": DEPLOYED_WORKER_ENV}
     for component in ("engine", "worker"):
         env = env_of(container(docs, component))
         extra = {item["name"] for item in values[component].get("extraEnv", [])}
+        # The in-chart Redis's password, for the $(ASCENSION_REDIS_PASSWORD) in the URLs.
+        extra |= CHART_INTERNAL_ENV
         assert set(env) - extra <= allowed[component], (
             f"{component}: {set(env) - extra - allowed[component]} are not its settings"
         )
@@ -576,14 +699,20 @@ def test_engine_uses_native_grpc_probes_on_its_grpc_port(scenario: str) -> None:
 
 
 @scenario_names
-def test_worker_liveness_is_the_celery_ping_exec_probe(scenario: str) -> None:
+def test_worker_liveness_is_checked_locally(scenario: str) -> None:
+    """The heartbeat file, not a ping through the broker: a broker outage must not restart
+    every worker at once (tests/deploy/test_worker_liveness.py runs the command for real)."""
     container = one(manifests(scenario), "Deployment", "worker")["spec"]["template"]["spec"][
         "containers"
     ][0]
-    assert container["livenessProbe"]["exec"]["command"] == ["ascension-worker", "check"]
-    assert container["livenessProbe"]["timeoutSeconds"] >= 5, (
-        "a Celery ping needs more than a second"
-    )
+    assert container["livenessProbe"]["exec"]["command"] == [
+        "ascension-worker",
+        "check",
+        "--local",
+    ]
+    probe = container["livenessProbe"]
+    # Failing for the whole default heartbeat age takes longer than one missed beat.
+    assert probe["periodSeconds"] * probe["failureThreshold"] >= 60
 
 
 @scenario_names
@@ -638,9 +767,13 @@ def test_autoscalers_follow_their_flags(scenario: str) -> None:
     for component in ("engine", "worker"):
         deployment = one(docs, "Deployment", component)
         enabled = values[component]["autoscaling"]["enabled"]
+        keda = values[component].get("keda", {}).get("enabled", False)
         assert (deployment["metadata"]["name"] in hpas) == enabled, component
-        # With an HPA the Deployment must not carry replicas (an upgrade would reset the scale).
-        assert ("replicas" in deployment["spec"]) != enabled, component
+        # With an HPA (or KEDA's) the Deployment must not carry replicas (an upgrade would
+        # reset the scale).
+        assert ("replicas" in deployment["spec"]) != (enabled or keda), component
+        if keda:
+            continue
         if enabled:
             hpa = hpas[deployment["metadata"]["name"]]
             assert hpa["spec"]["scaleTargetRef"]["kind"] == "Deployment"
@@ -694,10 +827,15 @@ def test_engine_services_plain_and_headless(scenario: str) -> None:
         for s in by_kind(docs, "Service")
         if s["metadata"]["labels"]["app.kubernetes.io/component"] == "engine"
     ]
+    metrics = [s for s in engine_services if s["metadata"]["name"].endswith("-engine-metrics")]
+    engine_services = [s for s in engine_services if s not in metrics]
     headless = [s for s in engine_services if s["spec"].get("clusterIP") == "None"]
     plain = [s for s in engine_services if s["spec"].get("clusterIP") != "None"]
     assert len(plain) == 1
-    assert {p["name"] for p in plain[0]["spec"]["ports"]} == {"grpc", "metrics"}
+    # /metrics is never exposed with the players' Service (engine.service.type).
+    assert {p["name"] for p in plain[0]["spec"]["ports"]} == {"grpc"}
+    assert len(metrics) == 1 and [p["name"] for p in metrics[0]["spec"]["ports"]] == ["metrics"]
+    assert metrics[0]["spec"]["type"] == "ClusterIP"
     assert len(headless) == (1 if values["engine"]["headlessService"]["enabled"] else 0)
     worker_env = env_of(
         one(docs, "Deployment", "worker")["spec"]["template"]["spec"]["containers"][0]
@@ -720,8 +858,8 @@ def test_redis_in_chart_or_external(scenario: str) -> None:
     engine_env = env_of(
         one(docs, "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0]
     )
-    redis_ref = engine_env["REDIS_URL"]["valueFrom"]["secretKeyRef"]
-    broker_ref = engine_env["CELERY_BROKER_URL"]["valueFrom"]["secretKeyRef"]
+    redis_ref = engine_env["REDIS_URL"].get("valueFrom", {}).get("secretKeyRef")
+    broker_ref = engine_env["CELERY_BROKER_URL"].get("valueFrom", {}).get("secretKeyRef")
     secrets = {s["metadata"]["name"]: s for s in by_kind(docs, "Secret")}
     if values["redis"]["enabled"]:
         assert len(statefulsets) == 1
@@ -746,7 +884,20 @@ def test_redis_in_chart_or_external(scenario: str) -> None:
                 )
         else:
             assert not claims and "data" in volumes
-        assert redis_ref["name"] in secrets
+        # Its URL carries the password, expanded by Kubernetes from the auth Secret.
+        assert redis_ref is None
+        password = engine_env["ASCENSION_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]
+        assert list(engine_env).index("ASCENSION_REDIS_PASSWORD") < list(engine_env).index(
+            "REDIS_URL"
+        ), "a $(VAR) reference only sees variables defined before it"
+        redis_service = f"{RELEASE}-ascension-engine-redis"
+        assert engine_env["REDIS_URL"]["value"] == (
+            f"redis://:$(ASCENSION_REDIS_PASSWORD)@{redis_service}:6379/0"
+        )
+        if values["redis"]["auth"]["existingSecret"]:
+            assert password["name"] == values["redis"]["auth"]["existingSecret"]
+        else:
+            assert secrets[password["name"]]["stringData"][password["key"]]
     else:
         assert statefulsets == []
         external = values["externalRedis"]
@@ -764,7 +915,10 @@ def test_redis_in_chart_or_external(scenario: str) -> None:
     elif broker["url"]:
         assert secrets[broker_ref["name"]]["stringData"][broker_ref["key"]] == broker["url"]
     else:
-        assert broker_ref == redis_ref, "the broker defaults to the Redis URL"
+        assert engine_env["CELERY_BROKER_URL"] == {
+            **engine_env["REDIS_URL"],
+            "name": "CELERY_BROKER_URL",
+        }, "the broker defaults to the Redis URL"
 
 
 def test_external_redis_needs_a_url_or_secret() -> None:
@@ -999,7 +1153,11 @@ def test_chart_copies_are_identical_to_the_deploy_files(chart_file: str, source:
 
 
 def test_helm_test_hook_checks_grpc_health(check_command: Any) -> None:
-    pods = by_kind(manifests("defaults"), "Pod")
+    pods = [
+        p
+        for p in by_kind(manifests("defaults"), "Pod")
+        if p["metadata"]["name"].endswith("-test-health")
+    ]
     assert len(pods) == 1
     pod = pods[0]
     assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
@@ -1072,7 +1230,7 @@ def test_schema_is_a_valid_draft7_schema_that_forbids_unknown_keys() -> None:
         if "$ref" in node:
             walk(schema["definitions"][node["$ref"].rsplit("/", 1)[-1]], path)
             return
-        if "properties" in node:
+        if "properties" in node and path != ".global":  # globals are shared with parents
             assert node.get("additionalProperties") is False, (
                 f"{path or '<root>'} accepts unknown keys"
             )
@@ -1156,4 +1314,13 @@ def test_packaged_chart_renders_like_the_directory(tmp_path: Path) -> None:
     values = SCENARIOS["everything"]
     with helm_python.Chart.load(archive) as packaged:
         assert packaged.version == "0.1.0"
-        assert packaged.render(values, name=RELEASE, namespace=NAMESPACE) == render(values)
+        rendered = packaged.render(values, name=RELEASE, namespace=NAMESPACE)
+        assert mask_generated(rendered) == mask_generated(render(values))
+
+
+def mask_generated(rendered: dict[str, str]) -> dict[str, str]:
+    """A render with the generated Redis password (and the checksums over it) masked."""
+    return {
+        path: re.sub(r'(redis-password: "|checksum/secret: )[A-Za-z0-9]+', r"\1<generated>", text)
+        for path, text in rendered.items()
+    }

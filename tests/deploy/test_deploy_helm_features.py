@@ -1,0 +1,652 @@
+"""The chart's production options, rendered by the real Helm library: NetworkPolicies,
+Redis authentication and exporter, the metrics Services and their jobs, Ingress and
+GRPCRoute, KEDA, image digests and registry, safer defaults, rotation of Secrets, and the
+`helm test` that plays an AI move (run here against a real engine).
+
+Scenarios live in test_deploy_helm_chart.SCENARIOS, where every manifest of each is also
+validated against the Kubernetes 1.30 schemas; the CRDs (GRPCRoute, ScaledObject,
+TriggerAuthentication) are checked against their required fields here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import helm_python
+import jsonschema  # type: ignore[import-untyped, unused-ignore]
+import pytest
+
+from ai_workers.config import QUEUE
+from engine_service.api.ascension.v1 import engine_pb2
+from tests.deploy.deploy_support import CHART_DIR
+from tests.deploy.test_deploy_helm_chart import (
+    DIGEST,
+    GATEWAY_API,
+    KEDA_API,
+    NAMESPACE,
+    RELEASE,
+    SCENARIOS,
+    by_kind,
+    env_of,
+    manifests,
+    merged_values,
+    one,
+    pod_specs,
+    render,
+    render_docs,
+    selector_matches,
+)
+from tests.service import support
+
+FULLNAME = f"{RELEASE}-ascension-engine"
+SCRAPE_JOBS = {
+    "engine": "ascension-engine",
+    "worker": "ascension-worker",
+    "redis": "ascension-redis",
+}
+
+
+def policies(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {
+        p["metadata"]["labels"]["app.kubernetes.io/component"]: p
+        for p in by_kind(docs, "NetworkPolicy")
+    }
+
+
+def rule_for_port(policy: dict[str, Any], port: str) -> dict[str, Any]:
+    (rule,) = [r for r in policy["spec"]["ingress"] if [p["port"] for p in r["ports"]] == [port]]
+    found: dict[str, Any] = rule
+    return found
+
+
+def pods_of(docs: list[dict[str, Any]], component: str) -> list[dict[str, Any]]:
+    return [
+        meta["labels"]
+        for _name, meta, _spec in pod_specs(docs)
+        if meta["labels"]["app.kubernetes.io/component"] == component
+    ]
+
+
+# ---------------------------------------------------------------------------
+# NetworkPolicies
+# ---------------------------------------------------------------------------
+
+
+def test_network_policies_are_on_by_default() -> None:
+    assert set(policies(manifests("defaults"))) == {"engine", "worker", "redis"}
+    assert policies(manifests("no-network-policy")) == {}
+    # An external Redis is not the chart's to police.
+    assert set(policies(manifests("external-redis-url"))) == {"engine", "worker"}
+
+
+@pytest.mark.parametrize(
+    "scenario", ["defaults", "redis-exporter", "network-policy-restricted-grpc"]
+)
+def test_policies_select_their_pods_and_name_their_ports(scenario: str) -> None:
+    docs = manifests(scenario)
+    for component, policy in policies(docs).items():
+        assert policy["spec"]["policyTypes"] == ["Ingress"]
+        selector = policy["spec"]["podSelector"]["matchLabels"]
+        selected = [
+            spec for _n, meta, spec in pod_specs(docs) if selector_matches(selector, meta["labels"])
+        ]
+        assert len(selected) == 1 and pods_of(docs, component), component
+        port_names = {p["name"] for c in selected[0]["containers"] for p in c.get("ports", [])}
+        for rule in policy["spec"]["ingress"]:
+            for port in rule["ports"]:
+                assert port["port"] in port_names, f"{component}: {port['port']}"
+
+
+def test_only_engine_and_workers_reach_redis() -> None:
+    docs = manifests("redis-exporter")
+    rule = rule_for_port(policies(docs)["redis"], "redis")
+    allowed = {
+        component
+        for component in ("engine", "worker", "redis", "test")
+        for labels in pods_of(docs, component)
+        or [
+            {
+                "app.kubernetes.io/component": component,
+                "app.kubernetes.io/instance": RELEASE,
+                "app.kubernetes.io/name": "ascension-engine",
+            }
+        ]
+        if any(
+            selector_matches(peer["podSelector"]["matchLabels"], labels) for peer in rule["from"]
+        )
+    }
+    assert allowed == {"engine", "worker"}
+    for peer in rule["from"]:
+        assert set(peer) == {"podSelector"}, "same namespace, this release's pods only"
+        assert peer["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == RELEASE
+    # The exporter's port is for the monitoring namespace only.
+    metrics = rule_for_port(policies(docs)["redis"], "metrics")
+    assert metrics["from"] == merged_values("redis-exporter")["networkPolicy"]["metricsFrom"]
+
+
+def test_metrics_ports_open_to_the_monitoring_namespace_only() -> None:
+    for scenario in ("defaults", "network-policy-restricted-grpc"):
+        docs = manifests(scenario)
+        expected = merged_values(scenario)["networkPolicy"]["metricsFrom"]
+        for component in ("engine", "worker"):
+            assert rule_for_port(policies(docs)[component], "metrics")["from"] == expected
+    default = merged_values("defaults")["networkPolicy"]["metricsFrom"]
+    assert default == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
+    # Workers accept nothing but scrapes.
+    worker = policies(manifests("defaults"))["worker"]
+    assert [[p["port"] for p in r["ports"]] for r in worker["spec"]["ingress"]] == [["metrics"]]
+
+
+def test_grpc_port_open_as_configured() -> None:
+    # Default: every client may call the gRPC port (no `from`).
+    rule = rule_for_port(policies(manifests("defaults"))["engine"], "grpc")
+    assert "from" not in rule
+    # Restricted: the configured peers, plus this release's workers and helm test pods.
+    docs = manifests("network-policy-restricted-grpc")
+    rule = rule_for_port(policies(docs)["engine"], "grpc")
+    configured = merged_values("network-policy-restricted-grpc")["networkPolicy"]["grpcFrom"]
+    assert rule["from"][: len(configured)] == configured
+    own = rule["from"][len(configured) :]
+    for component in ("worker", "test"):
+        assert any(
+            all(
+                selector_matches(p["podSelector"]["matchLabels"], labels)
+                for labels in pods_of(docs, component)
+            )
+            for p in own
+        ), component
+    assert pods_of(docs, "test"), "helm test pods exist to be allowed"
+
+
+# ---------------------------------------------------------------------------
+# Metrics Services, jobs, Redis exporter
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", ["service-monitor", "everything", "everything-keda"])
+def test_service_monitor_names_the_jobs_the_rules_select_on(scenario: str) -> None:
+    docs = manifests(scenario)
+    (monitor,) = by_kind(docs, "ServiceMonitor")
+    job_label = monitor["spec"]["jobLabel"]
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    selected = [
+        s for s in by_kind(docs, "Service") if selector_matches(selector, s["metadata"]["labels"])
+    ]
+    jobs = {
+        s["metadata"]["labels"]["app.kubernetes.io/component"]: s["metadata"]["labels"][job_label]
+        for s in selected
+    }
+    expected = {
+        k: v
+        for k, v in SCRAPE_JOBS.items()
+        if k != "redis" or merged_values(scenario)["redis"]["metrics"]["enabled"]
+    }
+    assert jobs == expected
+    for service in selected:
+        assert [p["name"] for p in service["spec"]["ports"]] == ["metrics"], "metrics only"
+        assert service["spec"]["type"] == "ClusterIP"
+
+
+def test_load_balancer_does_not_expose_metrics() -> None:
+    docs = render_docs({"engine": {"service": {"type": "LoadBalancer"}}})
+    exposed = [s for s in by_kind(docs, "Service") if s["spec"]["type"] == "LoadBalancer"]
+    assert len(exposed) == 1
+    assert [p["name"] for p in exposed[0]["spec"]["ports"]] == ["grpc"]
+
+
+def test_redis_exporter_sidecar_reads_the_password_and_listens_on_metrics() -> None:
+    docs = manifests("redis-exporter")
+    spec = by_kind(docs, "StatefulSet")[0]["spec"]["template"]["spec"]
+    containers = {c["name"]: c for c in spec["containers"]}
+    exporter = containers["exporter"]
+    env = env_of(exporter)
+    assert env["REDIS_ADDR"]["value"] == "redis://127.0.0.1:6379"
+    assert env["REDIS_PASSWORD"] == env_of(containers["redis"])["REDIS_PASSWORD"]
+    assert exporter["ports"] == [{"name": "metrics", "containerPort": 9121, "protocol": "TCP"}]
+    assert "--web.listen-address=:9121" in exporter["args"]
+    assert "exporter" not in {
+        c["name"]
+        for c in by_kind(manifests("defaults"), "StatefulSet")[0]["spec"]["template"]["spec"][
+            "containers"
+        ]
+    }
+
+
+# ---------------------------------------------------------------------------
+# Ingress and Gateway API
+# ---------------------------------------------------------------------------
+
+GRPC_ROUTE_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": GATEWAY_API},
+        "kind": {"const": "GRPCRoute"},
+        "spec": {
+            "type": "object",
+            "required": ["parentRefs", "rules"],
+            "properties": {
+                "parentRefs": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "object", "required": ["name"]},
+                },
+                "hostnames": {"type": "array", "items": {"type": "string"}},
+                "rules": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["backendRefs"],
+                        "properties": {
+                            "matches": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {
+                                        "method": {
+                                            "type": "object",
+                                            "required": ["service"],
+                                            "properties": {
+                                                "type": {"enum": ["Exact", "RegularExpression"]}
+                                            },
+                                        }
+                                    },
+                                },
+                            },
+                            "backendRefs": {
+                                "type": "array",
+                                "minItems": 1,
+                                "items": {
+                                    "type": "object",
+                                    "required": ["name", "port"],
+                                    "properties": {"port": {"type": "integer"}},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def engine_service(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (service,) = [
+        s for s in by_kind(docs, "Service") if s["metadata"]["name"] == f"{FULLNAME}-engine"
+    ]
+    return service
+
+
+def test_ingress_routes_grpc_to_the_engine_over_tls() -> None:
+    docs = manifests("ingress")
+    (ingress,) = by_kind(docs, "Ingress")
+    values = merged_values("ingress")["ingress"]
+    assert ingress["spec"]["tls"] == values["tls"]
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    assert (
+        ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/backend-protocol"] == "GRPC"
+    )
+    service = engine_service(docs)
+    for rule, host in zip(ingress["spec"]["rules"], values["hosts"], strict=True):
+        assert rule["host"] == host
+        (path,) = rule["http"]["paths"]
+        backend = path["backend"]["service"]
+        assert backend["name"] == service["metadata"]["name"]
+        assert backend["port"]["name"] in {p["name"] for p in service["spec"]["ports"]}
+        assert backend["port"]["name"] == "grpc"
+
+
+def test_ingress_requires_tls_and_hosts() -> None:
+    with pytest.raises(helm_python.HelmRenderError, match=r"ingress\.tls"):
+        render({"ingress": {"enabled": True, "hosts": ["play.example.com"]}})
+    with pytest.raises(helm_python.HelmRenderError, match=r"ingress\.hosts"):
+        render({"ingress": {"enabled": True, "tls": [{"secretName": "x"}]}})
+
+
+@pytest.mark.parametrize("scenario", ["grpc-route", "everything"])
+def test_grpc_route_sends_the_engine_services_to_the_engine(scenario: str) -> None:
+    docs = manifests(scenario)
+    (route,) = [d for d in docs if d["kind"] == "GRPCRoute"]
+    jsonschema.validate(route, GRPC_ROUTE_SCHEMA)
+    assert (
+        route["spec"]["parentRefs"] == merged_values(scenario)["gateway"]["grpcRoute"]["parentRefs"]
+    )
+    (rule,) = route["spec"]["rules"]
+    services = {m["method"]["service"] for m in rule["matches"]}
+    engine = engine_pb2.DESCRIPTOR.services_by_name["Engine"].full_name
+    assert services == {engine, "grpc.health.v1.Health"}
+    (backend,) = rule["backendRefs"]
+    service = engine_service(docs)
+    assert backend["name"] == service["metadata"]["name"]
+    assert backend["port"] in {p["port"] for p in service["spec"]["ports"] if p["name"] == "grpc"}
+
+
+def test_grpc_route_needs_a_parent_and_its_schema_check_is_not_vacuous() -> None:
+    with pytest.raises(helm_python.HelmRenderError, match="parentRefs"):
+        render({"gateway": {"grpcRoute": {"enabled": True}}})
+    (route,) = [d for d in manifests("grpc-route") if d["kind"] == "GRPCRoute"]
+    del route["spec"]["rules"][0]["backendRefs"][0]["port"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(route, GRPC_ROUTE_SCHEMA)
+
+
+# ---------------------------------------------------------------------------
+# KEDA
+# ---------------------------------------------------------------------------
+
+SCALED_OBJECT_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": KEDA_API},
+        "kind": {"const": "ScaledObject"},
+        "spec": {
+            "type": "object",
+            "required": ["scaleTargetRef", "triggers"],
+            "properties": {
+                "scaleTargetRef": {"type": "object", "required": ["name"]},
+                "minReplicaCount": {"type": "integer", "minimum": 0},
+                "maxReplicaCount": {"type": "integer", "minimum": 1},
+                "pollingInterval": {"type": "integer"},
+                "cooldownPeriod": {"type": "integer"},
+                "triggers": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["type", "metadata"],
+                        "properties": {
+                            # KEDA's trigger metadata values are strings.
+                            "metadata": {
+                                "type": "object",
+                                "additionalProperties": {"type": "string"},
+                            },
+                            "authenticationRef": {"type": "object", "required": ["name"]},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+TRIGGER_AUTH_SCHEMA = {
+    "type": "object",
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": KEDA_API},
+        "kind": {"const": "TriggerAuthentication"},
+        "spec": {
+            "type": "object",
+            "properties": {
+                "secretTargetRef": {
+                    "type": "array",
+                    "items": {"type": "object", "required": ["parameter", "name", "key"]},
+                }
+            },
+        },
+    },
+}
+
+
+def keda_objects(scenario: str) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    docs = manifests(scenario)
+    (scaled,) = [d for d in docs if d["kind"] == "ScaledObject"]
+    (auth,) = [d for d in docs if d["kind"] == "TriggerAuthentication"]
+    jsonschema.validate(scaled, SCALED_OBJECT_SCHEMA)
+    jsonschema.validate(auth, TRIGGER_AUTH_SCHEMA)
+    return scaled, auth, docs
+
+
+@pytest.mark.parametrize(
+    "scenario", ["keda-redis", "keda-external-redis", "keda-rabbitmq", "everything-keda"]
+)
+def test_keda_scales_the_workers_on_the_moves_queue(scenario: str) -> None:
+    scaled, auth, docs = keda_objects(scenario)
+    keda = merged_values(scenario)["worker"]["keda"]
+    worker = one(docs, "Deployment", "worker")
+    assert scaled["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": worker["metadata"]["name"],
+    }
+    assert "replicas" not in worker["spec"], "KEDA owns the replica count"
+    assert not by_kind(docs, "HorizontalPodAutoscaler")
+    assert scaled["spec"]["minReplicaCount"] == keda["minReplicaCount"]
+    assert scaled["spec"]["maxReplicaCount"] == keda["maxReplicaCount"]
+    (trigger,) = scaled["spec"]["triggers"]
+    assert trigger["authenticationRef"]["name"] == auth["metadata"]["name"]
+    secrets = {s["metadata"]["name"]: s for s in by_kind(docs, "Secret")}
+    refs = {r["parameter"]: r for r in auth["spec"]["secretTargetRef"]}
+    if keda["broker"] == "redis":
+        assert trigger["type"] == "redis"
+        assert trigger["metadata"]["listName"] == QUEUE
+        assert trigger["metadata"]["listLength"] == str(keda["queueLength"])
+        if keda["redis"]["address"]:
+            assert trigger["metadata"]["address"] == keda["redis"]["address"]
+            assert trigger["metadata"]["enableTLS"] == "true"
+            assert refs["password"]["name"] == keda["redis"]["passwordSecret"]["name"]
+        else:
+            redis = [
+                s for s in by_kind(docs, "Service") if s["metadata"]["name"] == f"{FULLNAME}-redis"
+            ]
+            assert trigger["metadata"]["address"] == f"{FULLNAME}-redis.{NAMESPACE}.svc:6379"
+            assert redis
+            # The in-chart Redis's password, from the Secret the chart generated.
+            assert secrets[refs["password"]["name"]]["stringData"][refs["password"]["key"]]
+    else:
+        assert trigger["type"] == "rabbitmq"
+        assert trigger["metadata"]["queueName"] == QUEUE
+        assert trigger["metadata"]["mode"] == "QueueLength"
+        broker = merged_values(scenario)["broker"]
+        assert refs["host"] == {
+            "parameter": "host",
+            "name": broker["existingSecret"],
+            "key": broker["existingSecretKey"],
+        }
+
+
+def test_keda_refuses_conflicting_or_incomplete_settings() -> None:
+    with pytest.raises(helm_python.HelmRenderError, match="autoscaling"):
+        render({"worker": {"keda": {"enabled": True}, "autoscaling": {"enabled": True}}})
+    with pytest.raises(helm_python.HelmRenderError, match="address"):
+        render(
+            {
+                "redis": {"enabled": False},
+                "externalRedis": {"url": "redis://r:6379/0"},
+                "worker": {"keda": {"enabled": True}},
+            }
+        )
+    with pytest.raises(helm_python.HelmRenderError, match="broker"):
+        render({"worker": {"keda": {"enabled": True, "broker": "rabbitmq"}}})
+    scaled, _auth, _docs = keda_objects("keda-redis")
+    scaled["spec"]["triggers"][0]["metadata"]["listLength"] = 5
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(scaled, SCALED_OBJECT_SCHEMA)
+
+
+# ---------------------------------------------------------------------------
+# Images, defaults, rotation
+# ---------------------------------------------------------------------------
+
+
+def images(docs: list[dict[str, Any]]) -> dict[str, str]:
+    return {
+        f"{name}/{c['name']}": c["image"]
+        for name, _meta, spec in pod_specs(docs)
+        for c in spec["containers"]
+    }
+
+
+def test_image_digest_and_global_registry() -> None:
+    found = images(manifests("image-digest-registry"))
+    for where, image in found.items():
+        assert image.startswith("registry.example.com/mirror/"), where
+    app = {w: i for w, i in found.items() if not w.endswith(("/redis", "/exporter"))}
+    assert set(app.values()) == {
+        f"registry.example.com/mirror/games/ascension-engine:0.1.0@{DIGEST}"
+    }
+    assert (
+        found[f"{FULLNAME}-redis/redis"] == f"registry.example.com/mirror/redis:7.4-alpine@{DIGEST}"
+    )
+    assert (
+        found[f"{FULLNAME}-redis/exporter"]
+        == "registry.example.com/mirror/oliver006/redis_exporter:v1.66.0"
+    )
+    # Defaults: no registry, the chart's appVersion as tag.
+    defaults = images(manifests("defaults"))
+    assert defaults[f"{FULLNAME}-engine/engine"] == "ascension-engine:0.1.0"
+    assert defaults[f"{FULLNAME}-redis/redis"] == "redis:7.4-alpine"
+
+
+def test_a_malformed_digest_is_refused() -> None:
+    with pytest.raises(helm_python.HelmValuesError, match="digest"):
+        render({"image": {"digest": "latest"}})
+
+
+def test_engine_pdb_is_on_by_default() -> None:
+    (pdb,) = by_kind(manifests("defaults"), "PodDisruptionBudget")
+    assert pdb["metadata"]["labels"]["app.kubernetes.io/component"] == "engine"
+    assert pdb["spec"]["minAvailable"] == 1
+    assert not by_kind(manifests("engine-pdb-off"), "PodDisruptionBudget")
+
+
+@pytest.mark.parametrize("component", ["engine", "worker"])
+def test_pods_spread_softly_over_nodes_and_zones_by_default(component: str) -> None:
+    docs = manifests("defaults")
+    spec = one(docs, "Deployment", component)["spec"]["template"]["spec"]
+    constraints = spec["topologySpreadConstraints"]
+    assert {c["topologyKey"] for c in constraints} == {
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/zone",
+    }
+    labels = one(docs, "Deployment", component)["spec"]["template"]["metadata"]["labels"]
+    for constraint in constraints:
+        assert constraint["whenUnsatisfiable"] == "ScheduleAnyway", "soft: never blocks scheduling"
+        assert selector_matches(constraint["labelSelector"]["matchLabels"], labels)
+        assert (
+            constraint["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
+        )
+    assert (
+        "topologySpreadConstraints"
+        not in one(manifests("no-soft-spread"), "Deployment", component)["spec"]["template"]["spec"]
+    )
+    # Given constraints replace the defaults.
+    given = SCENARIOS["scheduling"]["engine"]["topologySpreadConstraints"]
+    if component == "engine":
+        assert (
+            one(manifests("scheduling"), "Deployment", "engine")["spec"]["template"]["spec"][
+                "topologySpreadConstraints"
+            ]
+            == given
+        )
+
+
+def pod_annotations(docs: list[dict[str, Any]], kind: str, component: str) -> dict[str, str]:
+    found: dict[str, str] = one(docs, kind, component)["spec"]["template"]["metadata"][
+        "annotations"
+    ]
+    return found
+
+
+def test_secret_changes_roll_the_pods() -> None:
+    """The chart's own Secrets are hashed into the pods' annotations; an existing Secret is
+    looked up at install/upgrade (no cluster here: its annotation is still rendered)."""
+    base = render_docs({"redis": {"enabled": False}, "externalRedis": {"url": "redis://a:6379/0"}})
+    changed = render_docs(
+        {"redis": {"enabled": False}, "externalRedis": {"url": "redis://b:6379/0"}}
+    )
+    for component in ("engine", "worker"):
+        before = pod_annotations(base, "Deployment", component)["checksum/secret"]
+        assert before != pod_annotations(changed, "Deployment", component)["checksum/secret"]
+    existing = manifests("redis-auth-existing-secret")
+    for kind, component in (
+        ("Deployment", "engine"),
+        ("Deployment", "worker"),
+        ("StatefulSet", "redis"),
+    ):
+        assert "checksum/existing-secrets" in pod_annotations(existing, kind, component), component
+    assert "checksum/existing-secrets" not in pod_annotations(
+        manifests("defaults"), "Deployment", "engine"
+    )
+
+
+# ---------------------------------------------------------------------------
+# helm test: one AI move end to end
+# ---------------------------------------------------------------------------
+
+
+def ai_move_pod(scenario: str = "defaults") -> dict[str, Any] | None:
+    pods = [
+        p
+        for p in by_kind(manifests(scenario), "Pod")
+        if p["metadata"]["name"].endswith("-test-ai-move")
+    ]
+    return pods[0] if pods else None
+
+
+def test_helm_test_pod_runs_the_ai_move_script(check_command: Any) -> None:
+    pod = ai_move_pod()
+    assert pod is not None and ai_move_pod("no-ai-move-test") is None
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    (test,) = pod["spec"]["containers"]
+    check_command(test["command"], "helm test ai-move pod")
+    assert test["command"][2] == (CHART_DIR / "files" / "helm-test-ai-move.py").read_text()
+    assert test["command"][3:] == [f"{FULLNAME}-engine:50051", "120"]
+
+
+def test_helm_test_script_waits_for_a_real_ai_move() -> None:
+    """The pod's script against a real engine whose AI seats are played by its local
+    process pool: it exits 0 once the AI moved, and deletes its game."""
+    pod = ai_move_pod()
+    assert pod is not None
+    code = pod["spec"]["containers"][0]["command"][2]
+    engine = support.start_engine(ENGINE_AI_DISPATCH="local")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code, engine.address, "60"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr + engine.log()
+        assert "AI move played" in result.stdout
+        game_id = result.stdout.split("game ", 1)[1].split()[0]
+        err = support.rpc_error(engine.stub().GetGame, engine_pb2.GetGameRequest(game_id=game_id))
+        assert err.code().name == "NOT_FOUND", "the test game is deleted"
+    finally:
+        engine.stop()
+
+
+def test_helm_test_script_fails_without_workers() -> None:
+    """No one plays the AI seats (dispatch off): the script gives up and says why."""
+    pod = ai_move_pod()
+    assert pod is not None
+    code = pod["spec"]["containers"][0]["command"][2]
+    engine = support.start_engine(ENGINE_AI_DISPATCH="off")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", code, engine.address, "2"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 1
+        assert "no AI move within 2s" in result.stderr
+    finally:
+        engine.stop()
+
+
+def test_values_yaml_options_documented_in_json_dump() -> None:
+    """values.schema.json stays valid JSON with the new sections."""
+    schema = json.loads((CHART_DIR / "values.schema.json").read_text())
+    for key in ("networkPolicy", "ingress", "gateway", "tests", "global"):
+        assert key in schema["properties"], key
