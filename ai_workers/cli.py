@@ -71,6 +71,30 @@ def _mark_dead_children() -> None:
         multiprocess.mark_process_dead(pid or os.getpid())  # type: ignore[no-untyped-call]
 
 
+def _setup_telemetry(cfg: config.WorkerConfig) -> None:
+    """LOG_FORMAT=json or tracing: our log format instead of Celery's; tracing is set up in
+    each pool process as it starts (a tracer provider does not survive a fork)."""
+    from celery import signals
+
+    from engine_service import telemetry
+
+    if telemetry.log_format() == "text" and telemetry.tracing_mode() == "off":
+        return
+
+    @signals.setup_logging.connect  # type: ignore[untyped-decorator]
+    def _logging(**_: Any) -> None:
+        telemetry.configure_logging(cfg.log_level)
+
+    @signals.worker_process_init.connect  # type: ignore[untyped-decorator]
+    def _tracing(**_: Any) -> None:
+        if telemetry.configure_tracing("ascension-worker"):
+            telemetry.instrument_worker()
+
+    @signals.worker_process_shutdown.connect  # type: ignore[untyped-decorator]
+    def _flush(**_: Any) -> None:
+        telemetry.shutdown_tracing()
+
+
 def run(cfg: config.WorkerConfig) -> int:
     if "prometheus_client" in sys.modules and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         raise RuntimeError("prometheus_client was imported before its multiprocess dir was set")
@@ -79,6 +103,7 @@ def run(cfg: config.WorkerConfig) -> int:
     from ai_workers.celery_app import app
 
     _mark_dead_children()
+    _setup_telemetry(cfg)
     if cfg.metrics_port:
         _serve_metrics(cfg.metrics_port)
     node = cfg.node
@@ -183,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         cfg = config.load()
+        from engine_service import telemetry
+
+        telemetry.tracing_mode()  # ASCENSION_TRACING and LOG_FORMAT are checked here
+        telemetry.log_format()
     except ValueError as e:
         print(f"ascension-worker: configuration error: {e}", file=sys.stderr)
         return 2

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 
+from engine_service import telemetry
 from engine_service.server import config
 
 
@@ -28,14 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = config.load(flags=args)
+        # Tracing (ASCENSION_TRACING, off by default) and LOG_FORMAT: docs/operations.md.
+        telemetry.configure_tracing("ascension-engine")
+        telemetry.configure_logging(settings.log_level)
     except ValueError as e:
         print(f"ascension-engine: configuration error: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    telemetry.instrument_engine()
     from engine_service.server.app import StoreUnreachable, serve
 
     try:
@@ -48,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"ascension-engine: {e}", file=sys.stderr)
         return 1
+    finally:
+        telemetry.shutdown_tracing()
     return 0
 
 

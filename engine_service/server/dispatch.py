@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import concurrent.futures
+import contextvars
 import importlib
 import logging
 import multiprocessing
@@ -71,7 +72,10 @@ class CeleryDispatcher(Dispatcher):
     async def dispatch(self, payload: Payload) -> None:
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(self._pool, self._send, payload)
+            # In the caller's context: a trace (when tracing is on) continues into the
+            # task's headers.
+            context = contextvars.copy_context()
+            await loop.run_in_executor(self._pool, context.run, self._send, payload)
         except Exception as e:  # the sweeper will send it again
             log.warning(
                 "could not send the AI move of game %s to Celery: %s", payload["game_id"], e
