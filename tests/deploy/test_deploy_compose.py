@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
+from engine_service import telemetry
 from tests.deploy.deploy_support import (
     CONTRACT,
     DEPLOY,
@@ -124,7 +125,8 @@ def test_app_services_use_console_scripts(compose: dict[str, Any]) -> None:
         "CMD",
         "ascension-worker",
         "check",
-    ]
+        "--local",
+    ], "the worker's health is its own heartbeat, not the broker's"
     assert "healthcheck" not in services(compose)["engine"], (
         "the engine keeps the image's gRPC HEALTHCHECK"
     )
@@ -152,7 +154,10 @@ def test_app_services_are_locked_down(compose: dict[str, Any]) -> None:
 
 
 def test_environment_follows_the_contract(compose: dict[str, Any]) -> None:
-    allowed = {"engine": CONTRACT.engine_env, "worker": CONTRACT.worker_env}
+    allowed = {
+        "engine": CONTRACT.engine_env | telemetry.ENVIRONMENT,
+        "worker": CONTRACT.worker_env | telemetry.ENVIRONMENT,
+    }
     required = {"engine": DEPLOYED_ENGINE_ENV, "worker": DEPLOYED_WORKER_ENV}
     for name in APP_SERVICES:
         env = services(compose)[name]["environment"]
@@ -169,7 +174,7 @@ def test_environment_follows_the_contract(compose: dict[str, Any]) -> None:
     )
     # Everything else is the server's own default, so the docs' defaults hold in compose.
     for key, value in engine.items():
-        if key not in DEPLOYMENT_CHOICES:
+        if key not in DEPLOYMENT_CHOICES | telemetry.ENVIRONMENT:
             opt = option(key)
             assert opt.kind(value) == opt.default, f"{key}={value}, the server says {opt.default}"
 
@@ -363,3 +368,10 @@ def test_prometheus_scrapes_the_redis_exporter(compose: dict[str, Any]) -> None:
     exporter = services(compose)[host]
     assert port in exporter["expose"]
     assert exporter["environment"]["REDIS_ADDR"] == "redis://redis:6379"
+
+
+def test_tracing_is_off_and_logs_are_text_by_default(compose: dict[str, Any]) -> None:
+    for name in APP_SERVICES:
+        env = environment(compose, name)
+        assert telemetry.tracing_mode(env) == "off", name
+        assert telemetry.log_format(env) == "text", name

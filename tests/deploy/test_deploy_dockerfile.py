@@ -156,7 +156,7 @@ def test_build_stage_installs_the_package_into_a_venv(
     build = dockerfile[1][0]
     runs = " && ".join(run.arguments for run in build.all("RUN"))
     assert "python -m venv /opt/venv" in runs
-    assert re.search(r"pip install \.(\s|$)", runs), "the build stage must `pip install .`"
+    assert re.search(r"pip install --no-deps \.(\s|$)", runs), "the build stage must install ."
     assert any(copy.arguments.split()[0] == "." for copy in build.all("COPY")), (
         "the repository root is copied"
     )
@@ -503,3 +503,60 @@ def test_console_script_modules_are_in_the_image(image_wheel: set[str], script: 
     assert f"{module}.py" in image_wheel or f"{module}/__init__.py" in image_wheel, (
         f"`{script}` points at {target}, which the image would not contain"
     )
+
+
+def test_no_dockerfile_frontend_is_fetched() -> None:
+    """A `# syntax=` directive makes BuildKit pull a frontend image before building."""
+    for line in DOCKERFILE.read_text().splitlines():
+        if not line.startswith("#"):
+            break  # parser directives only come first
+        assert not re.match(r"#\s*syntax\s*=", line, flags=re.I), line
+
+
+def test_base_images_are_pinned_by_digest(dockerfile: tuple[dict[str, str], list[Stage]]) -> None:
+    global_args, stages = dockerfile
+    for stage in stages:
+        base = re.sub(r"\$\{(\w+)\}", lambda m: global_args[m.group(1)], stage.base)
+        assert re.fullmatch(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}", base), (
+            f"stage {stage.name}: {base} is not pinned by digest"
+        )
+    assert "imagetools inspect" in DOCKERFILE.read_text(), "the update path is documented"
+
+
+def test_dependencies_are_installed_before_the_sources_are_copied(
+    dockerfile: tuple[dict[str, str], list[Stage]],
+) -> None:
+    build = dockerfile[1][0]
+    order = [i for i in build.instructions if i.keyword in {"COPY", "RUN"}]
+    first_source_copy = next(
+        n for n, i in enumerate(order) if i.keyword == "COPY" and i.arguments.split()[0] == "."
+    )
+    before = order[:first_source_copy]
+    copied = [i.arguments.split()[0] for i in before if i.keyword == "COPY"]
+    assert copied == ["pyproject.toml"], "only pyproject.toml before the dependency layer"
+    assert any("pip install -r" in i.arguments for i in before if i.keyword == "RUN")
+    after = " ".join(i.arguments for i in order[first_source_copy:] if i.keyword == "RUN")
+    assert "--no-deps" in after and "pip check" in after
+
+
+def test_dependency_layer_lists_the_projects_dependencies(
+    dockerfile: tuple[dict[str, str], list[Stage]],
+) -> None:
+    """The inline script of the dependency layer, run on this pyproject.toml, lists every
+    dependency and the tracing extra (the image can trace)."""
+    build = dockerfile[1][0]
+    (run,) = [i for i in build.all("RUN") if "pip install -r" in i.arguments]
+    code = re.search(r'python -c "(.*?)" >', run.arguments)
+    assert code, run.arguments
+    result = subprocess.run(
+        [sys.executable, "-c", code.group(1)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    with (REPO / "pyproject.toml").open("rb") as handle:
+        project = tomllib.load(handle)["project"]
+    expected = project["dependencies"] + project["optional-dependencies"]["tracing"]
+    assert result.stdout.split() == expected

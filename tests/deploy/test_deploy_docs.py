@@ -150,3 +150,30 @@ def test_documented_chart_values_exist() -> None:
 def test_documented_paths_exist(path: str) -> None:
     assert f"`{path}`" in guide()
     assert (REPO / path).exists()
+
+
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "## The image",
+        "## Docker Compose",
+        "### Images",
+        "### Scheduling defaults",
+        "### Worker liveness",
+        "### Network policies",
+        "### How players reach the engine",
+        "### Scaling workers with KEDA",
+        "### `helm test`",
+        "### Rotating Secrets",
+        "### Redis",
+        "### Process metrics",
+        "### Alerts",
+        "### Dashboard",
+        "## Proto hygiene (buf)",
+        "## Running the tests",
+        "## Logs and tracing",
+    ],
+)
+def test_operations_guide_has_a_section_per_feature(heading: str) -> None:
+    assert f"\n{heading}\n" in guide()
+    assert len(section(heading).split()) > 40, f"{heading} says hardly anything"

@@ -21,6 +21,7 @@ import kubernetes_validate
 import pytest
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
+from engine_service import telemetry
 from tests.deploy.deploy_support import (
     CHART_DIR,
     CONTRACT,
@@ -191,6 +192,15 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "worker": {"softTopologySpread": False},
     },
     "no-ai-move-test": {"tests": {"aiMove": {"enabled": False}}},
+    "tracing-json-logs": {
+        "logFormat": "json",
+        "tracing": {
+            "enabled": True,
+            "otlpEndpoint": "http://otel-collector.observability:4317",
+            "sampler": "parentbased_traceidratio",
+            "samplerArg": "0.25",
+        },
+    },
     "everything": {
         "engine": {
             "autoscaling": {"enabled": True},
@@ -556,6 +566,8 @@ def container(docs: list[dict[str, Any]], component: str) -> dict[str, Any]:
 
 
 CHART_INTERNAL_ENV = frozenset({"ASCENSION_REDIS_PASSWORD"})
+# Logging and tracing, read by engine_service.telemetry in the engine and the workers.
+TELEMETRY_ENV = telemetry.ENVIRONMENT
 
 
 def resolved_env(docs: list[dict[str, Any]], component: str) -> dict[str, str]:
@@ -582,7 +594,10 @@ def test_environment_follows_the_contract(scenario: str) -> None:
         values["broker"]["existingSecret"],
         values["redis"]["auth"]["existingSecret"],
     } - {""}
-    allowed = {"engine": CONTRACT.engine_env, "worker": CONTRACT.worker_env}
+    allowed = {
+        "engine": CONTRACT.engine_env | TELEMETRY_ENV,
+        "worker": CONTRACT.worker_env | TELEMETRY_ENV,
+    }
     required = {"engine": DEPLOYED_ENGINE_ENV, "worker": DEPLOYED_WORKER_ENV}
     for component in ("engine", "worker"):
         env = env_of(container(docs, component))
@@ -637,7 +652,7 @@ def test_chart_defaults_are_the_servers_defaults() -> None:
     docs = manifests("defaults")
     engine = resolved_env(docs, "engine")
     for key, value in engine.items():
-        if key not in DEPLOYMENT_CHOICES and key != "LOG_LEVEL":
+        if key not in DEPLOYMENT_CHOICES | TELEMETRY_ENV and key != "LOG_LEVEL":
             opt = option(key)
             assert opt.kind(value) == opt.default, f"{key}={value}, the server says {opt.default}"
     assert engine["LOG_LEVEL"] == CONTRACT.engine_defaults["LOG_LEVEL"]

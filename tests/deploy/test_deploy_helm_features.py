@@ -650,3 +650,40 @@ def test_values_yaml_options_documented_in_json_dump() -> None:
     schema = json.loads((CHART_DIR / "values.schema.json").read_text())
     for key in ("networkPolicy", "ingress", "gateway", "tests", "global"):
         assert key in schema["properties"], key
+
+
+# ---------------------------------------------------------------------------
+# Tracing and log format
+# ---------------------------------------------------------------------------
+
+
+def test_tracing_is_off_by_default_and_sets_the_otlp_exporter_when_on() -> None:
+    from engine_service import telemetry
+
+    for component in ("engine", "worker"):
+        env = env_of(
+            one(manifests("defaults"), "Deployment", component)["spec"]["template"]["spec"][
+                "containers"
+            ][0]
+        )
+        assert env["LOG_FORMAT"]["value"] == "text"
+        assert "ASCENSION_TRACING" not in env
+        traced = env_of(
+            one(manifests("tracing-json-logs"), "Deployment", component)["spec"]["template"][
+                "spec"
+            ]["containers"][0]
+        )
+        values = {name: item["value"] for name, item in traced.items() if "value" in item}
+        assert values["LOG_FORMAT"] == "json"
+        assert values["ASCENSION_TRACING"] == "otlp"
+        assert values["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector.observability:4317"
+        assert values["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio"
+        assert values["OTEL_TRACES_SAMPLER_ARG"] == "0.25"
+        assert values["OTEL_RESOURCE_ATTRIBUTES"] == f"k8s.namespace.name={NAMESPACE}"
+        # What the processes make of it (raises on a bad value, as they would).
+        assert telemetry.tracing_mode(values) == "otlp" and telemetry.log_format(values) == "json"
+
+
+def test_tracing_needs_an_endpoint() -> None:
+    with pytest.raises(helm_python.HelmRenderError, match="otlpEndpoint"):
+        render({"tracing": {"enabled": True}})

@@ -337,3 +337,28 @@ prometheus.io/port: {{ .port | quote }}
 prometheus.io/path: /metrics
 {{- end }}
 {{- end }}
+
+{{/*
+Logging and tracing environment of the engine and the workers (engine_service/telemetry.py).
+*/}}
+{{- define "ascension-engine.telemetryEnv" -}}
+- name: LOG_FORMAT
+  value: {{ .Values.logFormat | quote }}
+{{- if .Values.tracing.enabled }}
+{{- if not .Values.tracing.otlpEndpoint }}
+{{- fail "tracing.enabled: set tracing.otlpEndpoint (your OTLP/gRPC collector)" }}
+{{- end }}
+- name: ASCENSION_TRACING
+  value: otlp
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .Values.tracing.otlpEndpoint | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ .Values.tracing.sampler | quote }}
+{{- with .Values.tracing.samplerArg }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ . | quote }}
+{{- end }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ printf "k8s.namespace.name=%s" .Release.Namespace | quote }}
+{{- end }}
+{{- end }}
