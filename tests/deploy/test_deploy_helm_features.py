@@ -687,3 +687,34 @@ def test_tracing_is_off_by_default_and_sets_the_otlp_exporter_when_on() -> None:
 def test_tracing_needs_an_endpoint() -> None:
     with pytest.raises(helm_python.HelmRenderError, match="otlpEndpoint"):
         render({"tracing": {"enabled": True}})
+
+
+def test_keda_watches_the_redis_list_celery_fills() -> None:
+    """The engine's real Celery dispatcher, on a real redis-server: the move waits in the
+    Redis list the ScaledObject's listName names."""
+    import asyncio
+
+    import redis
+
+    from engine_service.server.dispatch import CeleryDispatcher
+
+    scaled, _auth, _docs = keda_objects("keda-redis")
+    list_name = scaled["spec"]["triggers"][0]["metadata"]["listName"]
+    with support.redis_server() as url:
+        dispatcher = CeleryDispatcher(url)
+        payload = {
+            "game_id": "g" * 22,
+            "seat": 1,
+            "version": 3,
+            "token": "t",
+            "bot": {"name": "random"},
+        }
+
+        async def send() -> None:
+            await dispatcher.dispatch(payload)
+            await dispatcher.close()
+
+        asyncio.run(send())
+        client = redis.Redis.from_url(url)
+        assert client.llen(list_name) == 1
+        assert [bytes(k).decode() for k in client.keys("ascension*")] == [list_name]
