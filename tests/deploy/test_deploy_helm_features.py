@@ -715,6 +715,6 @@ def test_keda_watches_the_redis_list_celery_fills() -> None:
             await dispatcher.close()
 
         asyncio.run(send())
-        client = redis.Redis.from_url(url)
+        client = redis.Redis.from_url(url, decode_responses=True)
         assert client.llen(list_name) == 1
-        assert [bytes(k).decode() for k in client.keys("ascension*")] == [list_name]
+        assert [str(k) for k in client.keys("ascension*")] == [list_name]
