@@ -138,8 +138,12 @@ def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def evaluate(s: State, K: Knowledge) -> list[float]:
-    """Rewards in [0, 1], one per seat: the chance of winning from here."""
+def evaluate(s: State, K: Knowledge, softmax: bool = False) -> list[float]:
+    """Rewards in [0, 1], one per seat: the chance of winning from here.
+
+    Each seat's chance is the logistic of its score's lead over the best other seat's or, with
+    ``softmax``, its share exp(u) / sum(exp(u)) (the same with two seats; with more, the
+    chances sum to 1 and a seat far behind still prefers to close in on the leader)."""
     n = s.n
     stats = [seat_stats(s, q, K) for q in range(n)]
     if s.over:
@@ -151,4 +155,9 @@ def evaluate(s: State, K: Knowledge) -> list[float]:
             out.append(WIN_WEIGHT * (q == w) + (1.0 - WIN_WEIGHT) * _sigmoid(lead / SCALE_HONOR))
         return out
     u = scores_linear(s, stats)
+    if softmax and n > 2:
+        top = max(u)
+        e = [math.exp(max(-30.0, x - top)) for x in u]
+        z = sum(e)
+        return [x / z for x in e]
     return [_sigmoid(u[q] - max(u[o] for o in range(n) if o != q)) for q in range(n)]

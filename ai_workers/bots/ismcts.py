@@ -1,22 +1,36 @@
-"""``ismcts``: single-observer information-set Monte Carlo tree search.
+"""``ismcts``: information-set Monte Carlo tree search, for any number of seats.
 
-The tree is over the deciding seat's *information*: nodes are reached by action ids, never by
-hidden cards. Each iteration samples one full state consistent with the seat's view
-(``rules.determinize``: opponents' hands, every deck order, the center deck, the Treasure Bag
-and the RNG), walks down the tree choosing among the actions legal in that sample (UCB1 with
-availability counts: a child's exploration term uses how often it *could* have been chosen),
-expands one untried action (the policy's favourite first), plays a heuristic rollout to the end
-of the turn after the current one (so that what a move leaves to the next seat counts), scores
-the position with the evaluation function and backs the reward up from the point of view of
-the seat that chose each action. Other seats' choices (a Fate banish, a Raid prevention, the
-next seat's turn) are nodes of theirs, played from the same sample.
+The tree is over the deciding seat's *information*: nodes are reached by (seat, action id)
+pairs, never by hidden cards. Each iteration samples one full state consistent with the seat's
+view (``rules.determinize``: opponents' hands, every deck order, the center deck, the Treasure
+Bag and the RNG), walks down the tree choosing among the actions legal in that sample (UCB1
+with availability counts: a child's exploration term uses how often it *could* have been
+chosen), expands one untried action (the policy's favourite first), plays a heuristic rollout
+to the end of the turn after the current one (so that what a move leaves to the next seat
+counts), and scores the position with the evaluation function: one win probability per seat.
 
-The answer is the root action with the most visits. A decision with one legal action takes no
-search, and neither does playing the cards in hand, using once-per-turn abilities and flipping
-coin pairs: they only ever add resources, so they come first in the policy's order (inside the
-tree too), and the search is over what to do with the resources: what to buy or defeat, where
-to sail, and how to answer choices. The search only ever reads ``view``: two states that look
-the same to the seat give the same decision for the same seed.
+Multi-player backups (``SearchOptions.backup``):
+
+- ``maxn`` (the default): every node adds the reward *of the seat that chose it*, so each seat
+  in the tree (the next seat's turn, another seat's Fate banish or Raid prevention) is played
+  to maximise its own outcome;
+- ``paranoid``: the other seats' nodes add one minus the deciding seat's reward, as if they
+  all played against it.
+
+Nodes exist only where someone has a real choice: a single legal action, playing a card,
+using a once-per-turn ability or flipping a coin pair are applied on the way down (these only
+ever add resources; every "may" in them is asked separately), in the policy's order. At the
+root they take no search either. The search is spent on what to buy and defeat, where to sail
+and how to answer choices.
+
+Options measured in docs/bots.md: progressive widening of main-phase nodes (``widening``: a
+node with n visits may have about ``widening * n ** widening_exp`` children, best-scored by
+the policy first; ending the turn is always among them), and keeping the tree between the
+decisions of one turn (``reuse``, in :class:`ISMCTSBot`: the next search of the same seat in
+the same turn starts from the node of the action chosen last, with its statistics).
+
+The answer is the root action with the most visits. The search only ever reads ``view``: two
+states that look the same to the seat give the same decision for the same seed.
 """
 
 from __future__ import annotations
@@ -24,20 +38,74 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ai_workers.bots.evaluation import evaluate
 from ai_workers.bots.knowledge import Knowledge, knowledge
 from ai_workers.bots.policy import best_action, forced_action, rollout_action
+from ai_workers.bots.sampling import sample
 from ai_workers.bots.seeding import decision_seed
 from ai_workers.bots.settings import BotSettings
 from engine_service import rules
+from engine_service.rules import actions as A
 from engine_service.rules.engine import apply_unchecked, legal_actions
 from engine_service.rules.view import determinize
 
 CLOCK_EVERY = 8  # iterations between looks at the clock
 ROLLOUT_EPS = 0.1  # chance of a random (non end-turn) rollout move
 HORIZON_TURNS = 2  # the current turn and the next seat's: what it leaves to the others counts
+SEAT_SHIFT = 24  # a child's key: action | seat << SEAT_SHIFT (action ids are below 2**21)
+END_TURN = A.END_TURN << 16
+BACKUPS = ("maxn", "paranoid")
+KEPT_TREES = 32  # trees kept for reuse by one bot instance (one per game seat in progress)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOptions:
+    """How the search plays; the defaults are the measured best (docs/bots.md)."""
+
+    backup: str = "maxn"
+    widening: float = 0.0  # 0 = off
+    widening_exp: float = 0.5
+    reuse: bool = False
+    horizon_turns: int = HORIZON_TURNS
+    rollout_eps: float = ROLLOUT_EPS
+    evaluation: str = "lead"  # "lead" (logistic of the lead) or "softmax" (shares that sum to 1)
+    fast: bool = True  # sample only the top of the center deck; play cards without listing
+
+    def __post_init__(self) -> None:
+        if self.backup not in BACKUPS:
+            raise ValueError(f"backup must be one of {BACKUPS}, got {self.backup!r}")
+        if self.evaluation not in ("lead", "softmax"):
+            raise ValueError(f"evaluation must be 'lead' or 'softmax', got {self.evaluation!r}")
+        if self.widening < 0 or self.horizon_turns < 1:
+            raise ValueError("widening must be >= 0 and horizon_turns >= 1")
+
+
+DEFAULT_OPTIONS = SearchOptions()
+
+
+class Tree:
+    """Flat arrays, one entry per node (node 0 is the first root)."""
+
+    __slots__ = ("actor", "avail", "kids", "total", "visits")
+
+    def __init__(self) -> None:
+        self.kids: list[dict[int, int]] = [{}]
+        self.visits = [0]
+        self.total = [0.0]
+        self.avail = [0]
+        self.actor = [-1]
+
+    def __len__(self) -> int:
+        return len(self.visits)
+
+    def children(self, node: int, seat: int) -> dict[int, int]:
+        """The node's children for ``seat``'s actions: action -> node."""
+        mask = (1 << SEAT_SHIFT) - 1
+        return {k & mask: c for k, c in self.kids[node].items() if k >> SEAT_SHIFT == seat}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,69 +115,112 @@ class SearchResult:
     seconds: float
     visits: dict[int, int]  # root action -> visits
     values: dict[int, float]  # root action -> mean reward of the deciding seat
+    tree: Tree | None = field(default=None, repr=False, compare=False)
+    root: int = 0
 
     @property
     def iterations_per_second(self) -> float:
         return self.iterations / self.seconds if self.seconds > 0 else 0.0
+
+    def child(self, action: int, seat: int) -> int | None:
+        """The tree node reached by ``seat`` playing ``action`` at the root."""
+        if self.tree is None:
+            return None
+        return self.tree.kids[self.root].get(action | seat << SEAT_SHIFT)
 
 
 def search(
     view: rules.View,
     legal: list[int],
     settings: BotSettings,
+    options: SearchOptions = DEFAULT_OPTIONS,
     *,
-    horizon_turns: int = HORIZON_TURNS,
-    rollout_eps: float = ROLLOUT_EPS,
+    tree: Tree | None = None,
+    root: int = 0,
+    analyse: bool = False,
 ) -> SearchResult:
-    """Run ISMCTS from ``view`` (whose seat must choose among ``legal``) within the budget."""
+    """Run ISMCTS from ``view`` (whose seat must choose among ``legal``) within the budget.
+
+    ``tree`` and ``root`` continue an earlier search (the node where this decision is);
+    ``analyse`` searches even a forced play or a single legal action (for per-action figures).
+    """
     start = time.perf_counter()
     K: Knowledge = knowledge(view.state.T)
-    f = forced_action(view.state, legal, K)
-    if f is not None or len(legal) == 1:
-        action = legal[0] if f is None else f
-        return SearchResult(action, 0, time.perf_counter() - start, {}, {})
+    if not analyse:
+        f = forced_action(view.state, legal, K)
+        if f is not None or len(legal) == 1:
+            action = legal[0] if f is None else f
+            return SearchResult(action, 0, time.perf_counter() - start, {}, {})
     rnd = random.Random(decision_seed(view, settings.seed))
     max_iter = settings.iterations or (1 << 62)
     deadline = start + settings.budget_ms / 1000.0
     c_explore = settings.exploration
-    stop_turn = view.state.turn + horizon_turns
+    stop_turn = view.state.turn + options.horizon_turns
+    paranoid = options.backup == "paranoid"
+    softmax = options.evaluation == "softmax"
+    widen = options.widening
+    widen_exp = options.widening_exp
+    eps = options.rollout_eps
+    me = view.seat
+    fast = options.fast
+    deal = sample if fast else determinize
+    rank = K.play_rank
+    PLAY = A.PLAY << 16
 
-    kids: list[dict[int, int]] = [{}]
-    visits = [0]
-    total = [0.0]
-    avail = [0]
-    actor = [-1]
+    if tree is None:
+        tree, root = Tree(), 0
+    kids, visits, total, avail, actor = tree.kids, tree.visits, tree.total, tree.avail, tree.actor
     log, sqrt = math.log, math.sqrt
 
     it = 0
     while it < max_iter:
         if it % CLOCK_EVERY == 0 and it and time.perf_counter() >= deadline:
             break
-        s = determinize(view, rnd.getrandbits(63))
-        node = 0
-        path = [0]
+        s = deal(view, rnd.getrandbits(63))
+        node = root
+        path = [root]
         acts = legal
+        at_root = True
         # selection / expansion
         while not s.over and s.turn < stop_turn:
-            if node:
+            if not at_root:
+                if fast and s.decision is None and s.hands[s.active]:
+                    apply_unchecked(s, PLAY | _first_best(s.hands[s.active], rank))
+                    acts = legal_actions(s)
+                    continue
+                if len(acts) == 1:
+                    apply_unchecked(s, acts[0])
+                    acts = legal_actions(s)
+                    continue
                 f = forced_action(s, acts, K)
                 if f is not None:
                     apply_unchecked(s, f)
                     acts = legal_actions(s)
                     continue
+            at_root = False
+            who = s.to_move()
+            sh = who << SEAT_SHIFT
             ch = kids[node]
             untried: list[int] = []
             for a in acts:
-                c = ch.get(a)
+                c = ch.get(a | sh)
                 if c is None:
                     untried.append(a)
                 else:
                     avail[c] += 1
-            who = s.to_move()
+            # progressive widening (main phase): a new child only when the visits allow one
+            if (
+                untried
+                and widen
+                and s.decision is None
+                and len(untried) < len(acts)
+                and len(ch) >= widen * (visits[node] + 1) ** widen_exp
+            ):
+                untried = [END_TURN] if END_TURN in untried else []
             if untried:
                 a = untried[0] if len(untried) == 1 else best_action(s, untried, K)
                 c = len(visits)
-                ch[a] = c
+                ch[a | sh] = c
                 kids.append({})
                 visits.append(0)
                 total.append(0.0)
@@ -118,9 +229,11 @@ def search(
                 apply_unchecked(s, a)
                 path.append(c)
                 break
-            best_c, best_u = -1, -1.0
+            best_c, best_u, best_a = -1, -1.0, acts[0]
             for a in acts:
-                c = ch[a]
+                c = ch.get(a | sh)
+                if c is None:
+                    continue
                 n = visits[c]
                 u = total[c] / n + c_explore * sqrt(log(avail[c]) / n)
                 if u > best_u:
@@ -131,29 +244,124 @@ def search(
             acts = legal_actions(s)
         # rollout to the horizon
         while not s.over and s.turn < stop_turn:
+            if fast and s.decision is None and s.hands[s.active]:
+                apply_unchecked(s, PLAY | _first_best(s.hands[s.active], rank))
+                continue
             acts = legal_actions(s)
-            apply_unchecked(s, rollout_action(s, acts, K, rnd, rollout_eps))
-        r = evaluate(s, K)
-        visits[0] += 1
-        for c in path[1:]:
-            visits[c] += 1
-            total[c] += r[actor[c]]
+            apply_unchecked(s, rollout_action(s, acts, K, rnd, eps))
+        r = evaluate(s, K, softmax)
+        visits[root] += 1
+        if paranoid:
+            mine = r[me]
+            for c in path[1:]:
+                visits[c] += 1
+                total[c] += mine if actor[c] == me else 1.0 - mine
+        else:
+            for c in path[1:]:
+                visits[c] += 1
+                total[c] += r[actor[c]]
         it += 1
 
-    root = kids[0]
-    vis = {a: visits[c] for a, c in root.items()}
-    vals = {a: total[c] / visits[c] for a, c in root.items() if visits[c]}
+    mine_kids = tree.children(root, me)
+    vis = {a: visits[c] for a, c in mine_kids.items() if a in legal}
+    vals = {a: total[c] / visits[c] for a, c in mine_kids.items() if visits[c] and a in legal}
     action = max(legal, key=lambda a: (vis.get(a, 0), vals.get(a, 0.0)))
-    return SearchResult(action, it, time.perf_counter() - start, vis, vals)
+    return SearchResult(action, it, time.perf_counter() - start, vis, vals, tree, root)
+
+
+def _first_best(hand: list[int], rank: tuple[float, ...]) -> int:
+    """The card the policy plays first: the highest play rank, the first of equals (as
+    ``forced_action`` would choose, without listing every legal action)."""
+    best = hand[0]
+    br = rank[best]
+    for c in hand:
+        if rank[c] > br:
+            best, br = c, rank[c]
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One legal action as the search sees it: for hints to human players."""
+
+    action: int
+    visits: int
+    win_probability: float  # the seat's mean evaluated chance of winning after this action
+    description: str
+
+
+def analyse(
+    view: rules.View,
+    legal: list[int],
+    settings: BotSettings,
+    options: SearchOptions = DEFAULT_OPTIONS,
+) -> list[Candidate]:
+    """Every legal action with its visits and win probability from one search on the seat's
+    view, best first (most visits, then the higher win probability). Unvisited actions come
+    last with the win probability of the worst visited one (the search found them no better)."""
+    result = search(view, legal, settings, options, analyse=True)
+    floor = min(result.values.values(), default=0.0)
+    cands = [
+        Candidate(
+            a,
+            result.visits.get(a, 0),
+            min(1.0, max(0.0, result.values.get(a, floor))),
+            rules.describe_action(view.state, a),
+        )
+        for a in legal
+    ]
+    cands.sort(key=lambda c: (-c.visits, -c.win_probability, c.action))
+    return cands
+
+
+def _option_value(key: str, raw: object) -> object:
+    kind = type(getattr(DEFAULT_OPTIONS, key))
+    if kind is bool and isinstance(raw, str):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    return kind(raw)
+
+
+def parse_options(raw: dict[str, object]) -> SearchOptions:
+    """Options from strings or values (benchmarks' ``ismcts:backup=paranoid:reuse=1``)."""
+    known = set(SearchOptions.__dataclass_fields__)
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ValueError(f"unknown ismcts option(s) {unknown}; known: {sorted(known)}")
+    values: dict[str, Any] = {k: _option_value(k, v) for k, v in raw.items()}
+    return replace(DEFAULT_OPTIONS, **values)
 
 
 class ISMCTSBot:
-    """The search as a bot; ``last`` holds the last search (for metrics and benchmarks)."""
+    """The search as a bot; ``last`` holds the last search (for metrics and benchmarks).
 
-    def __init__(self) -> None:
+    With ``options.reuse`` the bot keeps, per (game, seat, turn), the tree of its last search
+    and the node its chosen action leads to; the next search of that seat in the same turn
+    starts there. Keys hold the game's configuration (which includes its seed), so games
+    served one after another by a worker process do not mix.
+    """
+
+    def __init__(self, options: SearchOptions | None = None, **raw: object) -> None:
+        self.options = options if options is not None else parse_options(raw)
         self.last: SearchResult | None = None
+        self._kept: OrderedDict[tuple[object, ...], tuple[Tree, int]] = OrderedDict()
 
     def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
-        result = search(view, legal, settings)
+        tree, root = None, 0
+        key: tuple[object, ...] = ()
+        if self.options.reuse:
+            st = view.state
+            key = (st.config, view.seat, st.turn, st.active)
+            kept = self._kept.pop(key, None)
+            if kept is not None and kept[0].children(kept[1], view.seat):
+                tree, root = kept
+        result = search(view, legal, settings, self.options, tree=tree, root=root)
         self.last = result if result.iterations else None
+        if self.options.reuse and result.iterations:
+            child = result.child(result.action, view.seat)
+            if child is not None and result.tree is not None:
+                self._kept[key] = (result.tree, child)
+                while len(self._kept) > KEPT_TREES:
+                    self._kept.popitem(last=False)
+        elif self.options.reuse and tree is not None:
+            self._kept[key] = (tree, root)  # a forced play: the next search starts here
         return result.action

@@ -1,0 +1,48 @@
+"""Full states consistent with a view, for the search: ``rules.determinize``, made cheaper.
+
+``rules.determinize`` shuffles every hidden zone completely. A search looks only a turn or two
+ahead, so of the center deck (100 to 200 cards) it only ever reads the top few: here only the
+top ``CENTER_TOP`` cards are dealt at random (a partial Fisher-Yates shuffle: each is a
+uniform draw from the whole deck), which is a third of the cost of an iteration's sampling.
+Every seat's deck and the opponents' hands are dealt completely, as by ``determinize``. Like it,
+this reads only the view: two states the seat cannot tell apart give the same samples.
+"""
+
+from __future__ import annotations
+
+from engine_service import rules
+from engine_service.rules import rng as R
+from engine_service.rules.state import State
+
+CENTER_TOP = 32  # more than a two-turn search turns over (six per refill of the row at most)
+MASK = R.MASK
+MULT = R.MULT
+
+
+def shuffle_top(x: int, items: list[int], k: int) -> int:
+    """Deal the last ``k`` places of ``items`` (the top of a deck) uniformly from all of them;
+    returns the new RNG state. With k >= len(items) - 1 this is a full shuffle."""
+    n = len(items)
+    stop = max(0, n - 1 - k)
+    for i in range(n - 1, stop, -1):
+        x ^= x >> 12
+        x ^= (x << 25) & MASK
+        x ^= x >> 27
+        j = (((x * MULT) & MASK) >> 16) % (i + 1)
+        items[i], items[j] = items[j], items[i]
+    return x
+
+
+def sample(vw: rules.View, seed: int) -> State:
+    s = vw.state.clone()
+    x = R.seed_state(seed)
+    for q in range(s.n):
+        pool = s.decks[q]
+        x = R.shuffle(x, pool)
+        if q != vw.seat:
+            k = vw.hand_counts[q]
+            s.hands[q] = pool[:k]
+            s.decks[q] = pool[k:]
+    x = shuffle_top(x, s.center_deck, CENTER_TOP)
+    s.rng = R.step(x) or 1
+    return s
