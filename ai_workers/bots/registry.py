@@ -5,7 +5,7 @@ A package registers a bot in its ``pyproject.toml``::
     [project.entry-points."ascension.bots"]
     mybot = "mypackage.mybot:MyBot"
 
-The built-ins (``random``, ``heuristic``, ``ismcts``) are registered the same way and are
+The built-ins (``random``, ``heuristic``, ``expert``, ``ismcts``) are registered the same way and are
 also known here directly, so they load even when package metadata is missing.
 """
 
@@ -22,6 +22,7 @@ BUILTINS = {
     "random": "ai_workers.bots.random_bot:RandomBot",
     "heuristic": "ai_workers.bots.heuristic:HeuristicBot",
     "ismcts": "ai_workers.bots.ismcts:ISMCTSBot",
+    "expert": "ai_workers.bots.expert:ExpertBot",
 }
 log = logging.getLogger(__name__)
 _cache: dict[str, Bot] = {}

@@ -38,7 +38,7 @@ def test_builtins_without_package_metadata(monkeypatch: pytest.MonkeyPatch) -> N
         raise RuntimeError("no metadata")
 
     monkeypatch.setattr(registry, "entry_points", broken)
-    assert registry.available_bots() == ["heuristic", "ismcts", "random"]
+    assert registry.available_bots() == ["expert", "heuristic", "ismcts", "random"]
     assert isinstance(registry.load_bot("heuristic"), HeuristicBot)
 
 
