@@ -1,19 +1,31 @@
-"""Playing strength: a seat-balanced tournament with paired seeds between bots.
+"""Playing strength: seat-rotated tournaments on the same deals, at any table size.
 
-Each pair of bots plays ``--games`` 2-player games: for every seed, one game with the first
-bot in seat 0 and one with the seats swapped, from the very same deal. Bots see only their
-seat's view, as in the service; a decision with one legal action takes no search. Games run
-in parallel on every core (one process each), with a progress bar on stderr. The report gives
-each pair's win rate with a 95% confidence interval (Wilson), and the targets: ``ismcts`` beats
-``heuristic`` in at least 65% of games, ``heuristic`` beats ``random`` in at least 90%, each
-met when the interval's lower end clears it.
+For each pair (A, B) and each deal (a seed), A plays one game from every seat against N-1
+copies of B (``--players N``, 2-6): the very same deal N times, A in seat 0, 1, ..., N-1. As
+the first player is drawn from the deal, A also starts from every position in turn. Bots see
+only their seat's view, as in the service; a decision with one legal action is played at
+once. Games run in parallel (one process each) with progress lines on stderr.
 
-    python benchmarks/strength.py [--bots ismcts,heuristic,random] [--games N] [--budget-ms B]
-                                  [--all-pairs] [--sets ss|cotgi|both] [--workers W] [--seed S]
-                                  [--exploration C] [--json]
+The report gives A's win rate beside its fair share 1/N with a 95% confidence interval
+(Wilson), its win rate by turn order, its margin over the best other seat, and the search
+speed (iterations per second of A's searches, which depends on the load of the machine: a
+wall-clock budget gives fewer iterations on a busy one). Targets, met when the interval's
+lower end clears them: 2 players: ``ismcts`` beats ``heuristic`` in 85% of games at 100 ms
+and 95% at 1 s, ``heuristic`` beats ``random`` in 90%, ``expert`` beats ``heuristic`` in
+60%; 3 and 4 players: ``ismcts`` wins twice its fair share against ``heuristic`` bots.
+
+A player is a spec ``name[@budget][:option=value]...`` (``ismcts@1s``,
+``ismcts:backup=paranoid``): see ``ai_workers/bots/arena.py``. Variants of one bot compared
+in one run meet the same deals at the same time, so machine load weighs on them alike.
+
+    python benchmarks/strength.py [--players N] [--bots A,B,...] [--vs B | --all-pairs]
+        [--games G] [--budget-ms MS] [--sets ss|cotgi|both] [--workers W] [--seed S]
+        [--exploration C] [--max-minutes M] [--json]
 
 By default the bots play a ladder (each against the next in ``--bots``): ismcts vs heuristic
-and heuristic vs random, 300 games each at 100 ms per decision (about 20 minutes on 2 cores).
+and heuristic vs random, 300 games each at 100 ms per decision. ``--games`` is per pair and
+rounded up to whole deals (a multiple of N). ``--max-minutes`` stops taking new games after
+that long; only deals finished from every seat by every pair are counted.
 """
 
 from __future__ import annotations
@@ -21,200 +33,157 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import os
 import sys
 import time
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ai_workers.bots import BotSettings, load_bot
+from ai_workers.bots.arena import BotSpec, Result, matches, parse_spec, run_matches, wilson
+from ai_workers.bots.registry import load_bot
 from ai_workers.bots.settings import DEFAULT_EXPLORATION
-from engine_service import rules
-
-TARGETS = {("ismcts", "heuristic"): 0.65, ("heuristic", "random"): 0.90}
-Z95 = 1.959964
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
-    a: str
-    b: str
-    seed: int
-    a_seat: int
-    sets: str
-    budget_ms: int
-    exploration: float
+def target(a: BotSpec, b: BotSpec, players: int, budget_ms: int) -> float | None:
+    """The win rate A should reach against B (lower end of the 95% interval), if any."""
+    ms = a.time_ms if a.time_ms is not None else budget_ms
+    pair = (a.name, b.name)
+    if players == 2:
+        if pair == ("ismcts", "heuristic"):
+            return 0.95 if ms >= 1000 else 0.85 if ms >= 100 else None
+        if pair == ("heuristic", "random"):
+            return 0.90
+        if pair == ("expert", "heuristic"):
+            return 0.60
+    elif players in (3, 4) and pair == ("ismcts", "heuristic") and ms >= 100:
+        return 2.0 / players
+    return None
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
-    a: str
-    b: str
-    seed: int
-    a_seat: int
-    a_won: bool
-    scores: tuple[int, ...]
-    turns: int
-    decisions: tuple[int, int]  # decisions asked of a, of b (more than one legal action)
-    think_s: tuple[float, float]  # time a and b spent choosing
-
-
-def play(job: Job) -> Result:
-    names = [job.b, job.b]
-    names[job.a_seat] = job.a
-    settings = [
-        BotSettings(
-            name=n, time_ms=job.budget_ms, seed=job.seed * 2 + q, exploration=job.exploration
-        )
-        for q, n in enumerate(names)
-    ]
-    bots = [load_bot(n) for n in names]
-    s = rules.new_game(rules.GameConfig(sets=job.sets, players=2, seed=job.seed))
-    decisions = [0, 0]
-    think = [0.0, 0.0]
-    while not s.over:
-        p = s.to_move()
-        legal = rules.legal_actions(s)
-        if len(legal) == 1:
-            rules.apply(s, legal[0])
-            continue
-        t0 = time.perf_counter()
-        a = bots[p].choose(rules.view(s, p), legal, settings[p])
-        think[p] += time.perf_counter() - t0
-        decisions[p] += 1
-        rules.apply(s, a)
-    ia, ib = job.a_seat, 1 - job.a_seat
-    return Result(job.a, job.b, job.seed, job.a_seat, rules.winner(s) == ia, tuple(rules.scores(s)),
-                  s.turn, (decisions[ia], decisions[ib]), (think[ia], think[ib]))  # fmt: skip
-
-
-def wilson(wins: int, n: int, z: float = Z95) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = wins / n
-    d = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / d
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def jobs(pairs: list[tuple[str, str]], games: int, args: argparse.Namespace) -> Iterator[Job]:
-    for k in range(games // 2):
-        for a, b in pairs:
-            for seat in (0, 1):
-                yield Job(a, b, args.seed + k, seat, args.sets, args.budget_ms, args.exploration)
-
-
-def summarize(pairs: list[tuple[str, str]], results: list[Result]) -> list[dict[str, Any]]:
+def summarize(
+    pairs: list[tuple[str, str]], results: list[Result], args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    n = args.players
     out: list[dict[str, Any]] = []
     for a, b in pairs:
-        rs = [r for r in results if (r.a, r.b) == (a, b)]
-        n = len(rs)
-        wins = sum(r.a_won for r in rs)
-        lo, hi = wilson(wins, n)
-        target = TARGETS.get((a, b))
-        dec_a = sum(r.decisions[0] for r in rs)
+        rs = [(j, g) for j, g in results if (j.a, j.b) == (a, b)]
+        games = len(rs)
+        wins = sum(g.winner == j.a_seat for j, g in rs)
+        lo, hi = wilson(wins, games)
+        rate = wins / games if games else 0.0
+        tgt = target(parse_spec(a), parse_spec(b), n, args.budget_ms)
+        st = [g.stats[j.a_seat] for j, g in rs]
+        it = sum(x.iterations for x in st)
+        it_s = sum(x.search_s for x in st)
+        dec = sum(x.decisions for x in st)
+        margin = [
+            g.scores[j.a_seat] - max(v for q, v in enumerate(g.scores) if q != j.a_seat)
+            for j, g in rs
+        ]
+        by_pos = [0] * n
+        games_pos = [0] * n
+        for j, g in rs:
+            pos = (j.a_seat - g.first) % n
+            games_pos[pos] += 1
+            by_pos[pos] += g.winner == j.a_seat
         out.append({
-            "a": a, "b": b, "games": n, "wins_a": wins, "win_rate": wins / n if n else 0.0,
-            "ci95": [lo, hi],
-            "wins_a_by_seat": [sum(r.a_won for r in rs if r.a_seat == q) for q in (0, 1)],
-            "mean_turns": sum(r.turns for r in rs) / n if n else 0.0,
-            "mean_margin_a": sum(r.scores[r.a_seat] - r.scores[1 - r.a_seat] for r in rs) / n if n else 0.0,
-            "decisions_a": dec_a,
-            "mean_think_ms_a": 1000 * sum(r.think_s[0] for r in rs) / dec_a if dec_a else 0.0,
-            "target": target,
-            "meets_target": None if target is None else lo >= target,
+            "a": a, "b": b, "players": n, "games": games, "wins_a": wins, "win_rate": rate,
+            "fair_share": 1.0 / n, "ci95": [lo, hi],
+            "share_ratio": rate * n, "share_ratio_ci95": [lo * n, hi * n],
+            "wins_a_by_turn_order": by_pos, "games_by_turn_order": games_pos,
+            "mean_margin_a": sum(margin) / games if games else 0.0,
+            "mean_turns": sum(g.turns for _, g in rs) / games if games else 0.0,
+            "decisions_a": dec,
+            "mean_think_ms_a": 1000 * sum(x.think_s for x in st) / dec if dec else 0.0,
+            "searches_a": sum(x.searches for x in st),
+            "iterations_a": it,
+            "iterations_per_s_a": it / it_s if it_s else 0.0,
+            "mean_iterations_per_search_a": it / max(1, sum(x.searches for x in st)),
+            "target": tgt, "meets_target": None if tgt is None else lo >= tgt,
         })  # fmt: skip
     return out
 
 
 def print_table(rows: list[dict[str, Any]], args: argparse.Namespace, elapsed: float) -> None:
-    print(f"\nStrength: 2 players, sets {args.sets}, {args.budget_ms} ms per decision, "
-          f"paired seeds from {args.seed}, {elapsed / 60:.1f} min on {args.workers} processes")  # fmt: skip
-    print(
-        f"{'pair':24s} {'games':>5s} {'wins':>5s} {'win rate':>9s}  {'95% CI':>17s}  {'think/dec':>9s}  target"
-    )
+    n = args.players
+    print(f"\nStrength: {n} players, sets {args.sets}, {args.budget_ms} ms per decision unless "
+          f"the spec says, deals from seed {args.seed}, each from every seat; "
+          f"{elapsed / 60:.1f} min on {args.workers} processes")  # fmt: skip
+    print(f"{'A vs B':38s} {'games':>5s} {'wins':>5s} {'win rate':>8s} {'fair':>5s}  "
+          f"{'95% CI':>16s}  {'x fair':>6s} {'it/s':>6s} {'it/srch':>7s}  target")  # fmt: skip
     for r in rows:
         lo, hi = r["ci95"]
-        target = r["target"]
-        verdict = "" if target is None else (
-            f">= {target:.0%}: {'met' if r['meets_target'] else 'not met'} (lower end {lo:.1%})")  # fmt: skip
-        print(f"{r['a'] + ' vs ' + r['b']:24s} {r['games']:5d} {r['wins_a']:5d} {r['win_rate']:9.1%}  "
-              f"[{lo:6.1%}, {hi:6.1%}]  {r['mean_think_ms_a']:7.1f}ms  {verdict}")  # fmt: skip
+        tgt = r["target"]
+        verdict = "" if tgt is None else (
+            f">= {tgt:.0%}: {'met' if r['meets_target'] else 'not met'} (lower end {lo:.1%})")  # fmt: skip
+        print(f"{r['a'] + ' vs ' + r['b']:38s} {r['games']:5d} {r['wins_a']:5d} "
+              f"{r['win_rate']:8.1%} {r['fair_share']:5.0%}  [{lo:6.1%}, {hi:6.1%}]  "
+              f"{r['share_ratio']:6.2f} {r['iterations_per_s_a']:6.0f} "
+              f"{r['mean_iterations_per_search_a']:7.0f}  {verdict}")  # fmt: skip
+    for r in rows:
+        pos = ", ".join(f"{w}/{g}" for w, g in zip(r["wins_a_by_turn_order"],
+                                                   r["games_by_turn_order"], strict=True))  # fmt: skip
+        print(f"  {r['a']} vs {r['b']}: wins by turn order (1st, 2nd, ...) {pos}; mean margin "
+              f"{r['mean_margin_a']:+.1f} Honor; {r['mean_turns']:.1f} turns; "
+              f"{r['mean_think_ms_a']:.1f} ms per decision")  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--bots", default="ismcts,heuristic,random", help="comma-separated bot names")
-    ap.add_argument("--games", type=int, default=300, help="games per pair (even; default 300)")
-    ap.add_argument(
-        "--budget-ms", type=int, default=100, help="search time per decision (default 100)"
-    )
+    ap.add_argument("--bots", default="ismcts,heuristic,random", help="comma-separated bot specs")
+    ap.add_argument("--players", type=int, default=2, choices=range(2, 7), help="seats (2-6)")
+    ap.add_argument("--vs", default="", help="play every bot of --bots against this one")
     ap.add_argument("--all-pairs", action="store_true", help="every pair, not only neighbours")
+    ap.add_argument("--games", type=int, default=300, help="games per pair (default 300)")
+    ap.add_argument("--budget-ms", type=int, default=100, help="time per decision (default 100)")
     ap.add_argument("--sets", choices=["ss", "cotgi", "both"], default="both")
-    ap.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 1, help="processes (default: CPUs)"
-    )
-    ap.add_argument("--seed", type=int, default=1, help="first game seed")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes")
+    ap.add_argument("--seed", type=int, default=1, help="first deal's seed")
     ap.add_argument("--exploration", type=float, default=DEFAULT_EXPLORATION, help="UCT constant")
+    ap.add_argument("--max-minutes", type=float, default=0.0, help="stop taking games after this")
+    ap.add_argument("--progress-s", type=float, default=60.0, help="seconds between progress lines")
     ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = ap.parse_args()
+    if args.players > 4 and args.sets == "ss":
+        ap.error("5-6 players need Curse of the Golden Isles (--sets cotgi or both)")
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
-    for b in bots:
-        load_bot(b)  # fail early on an unknown name
-    if len(bots) < 2:
-        ap.error("--bots needs at least two bots")
-    games = max(2, args.games + args.games % 2)
-    pairs = (
-        [(bots[i], bots[j]) for i in range(len(bots)) for j in range(i + 1, len(bots))]
-        if args.all_pairs
-        else list(itertools.pairwise(bots))
-    )
-    todo = list(jobs(pairs, games, args))
-    results: list[Result] = []
-    t0 = time.time()
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    for b in [*bots, args.vs] if args.vs else bots:
+        load_bot(parse_spec(b).name)  # fail early on an unknown name
+    if args.vs:
+        pairs = [(b, args.vs.strip()) for b in bots]
+    elif len(bots) < 2:
+        ap.error("--bots needs at least two bots (or use --vs)")
+    elif args.all_pairs:
+        pairs = [(bots[i], bots[j]) for i in range(len(bots)) for j in range(i + 1, len(bots))]
+    else:
+        pairs = list(itertools.pairwise(bots))
+    deals = max(1, -(-args.games // args.players))
+    todo = matches(pairs, deals, players=args.players, first_seed=args.seed, sets=args.sets,
+                   budget_ms=args.budget_ms, exploration=args.exploration)  # fmt: skip
 
-    console = Console(stderr=True)
-    columns = (TextColumn("games"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("eta"),
-               TimeRemainingColumn())  # fmt: skip
-    with (
-        Progress(*columns, console=console, transient=False) as bar,
-        ProcessPoolExecutor(args.workers) as ex,
-    ):
-        task = bar.add_task("games", total=len(todo))
-        for fut in as_completed([ex.submit(play, j) for j in todo]):
-            results.append(fut.result())
-            bar.advance(task)
-            if not console.is_terminal and len(results) % max(1, len(todo) // 10) == 0:
-                print(
-                    f"games: {len(results)}/{len(todo)} ({time.time() - t0:.0f} s)", file=sys.stderr
-                )
+    def brief(results: list[Result]) -> str:
+        return "; ".join(f"{r['a']}: {r['wins_a']}/{r['games']}"
+                         for r in summarize(pairs, results, args))  # fmt: skip
+
+    t0 = time.time()
+    results = run_matches(todo, args.workers, max_minutes=args.max_minutes,
+                          progress_s=args.progress_s, progress=brief)  # fmt: skip
     elapsed = time.time() - t0
-    rows = summarize(pairs, results)
+    rows = summarize(pairs, results, args)
     print_table(rows, args, elapsed)
     if args.json:
         print(json.dumps({
-            "benchmark": "strength", "players": 2, "sets": args.sets, "budget_ms": args.budget_ms,
-            "exploration": args.exploration, "games_per_pair": games, "first_seed": args.seed,
-            "workers": args.workers, "elapsed_s": round(elapsed, 1), "pairs": rows,
-            "games": [asdict(r) for r in sorted(results, key=lambda r: (r.a, r.b, r.seed, r.a_seat))],
+            "benchmark": "strength", "players": args.players, "sets": args.sets,
+            "budget_ms": args.budget_ms, "exploration": args.exploration, "deals": deals,
+            "first_seed": args.seed, "workers": args.workers, "elapsed_s": round(elapsed, 1),
+            "pairs": rows,
+            "games": [{"a": j.a, "b": j.b, "a_seat": j.a_seat, **asdict(g)}
+                      for j, g in sorted(results, key=lambda r: (r[0].a, r[0].b, r[0].seed, r[0].a_seat))],
         }))  # fmt: skip
 
 
