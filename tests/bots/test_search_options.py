@@ -1,0 +1,109 @@
+"""ISMCTS options (tree reuse, progressive widening, backups), the per-action analysis the hint
+service uses, and the benchmarks' bot specs."""
+
+from __future__ import annotations
+
+import pytest
+
+from ai_workers.bots import BotSettings
+from ai_workers.bots.arena import parse_spec, play_game
+from ai_workers.bots.ismcts import ISMCTSBot, SearchOptions, analyse, parse_options, search
+from engine_service import rules
+from engine_service.rules import actions as A
+from tests.ai.positions import mid_game_states
+
+FEW = BotSettings(name="ismcts", iterations=60, seed=3)
+
+
+def main_phase_decision(s: rules.State) -> bool:
+    legal = rules.legal_actions(s)
+    return (
+        s.decision is None
+        and len(legal) > 2
+        and not any(rules.kind_of(a) in (A.PLAY, A.USE, A.FLIP_COINS) for a in legal)
+    )
+
+
+def test_analysis_lists_every_legal_action_best_first() -> None:
+    s = mid_game_states(1)[0]
+    legal = rules.legal_actions(s)
+    cands = analyse(rules.view(s, s.to_move()), legal, FEW)
+    assert sorted(c.action for c in cands) == sorted(legal)
+    assert sum(c.visits for c in cands) == 60
+    assert all(0.0 <= c.win_probability <= 1.0 and c.description for c in cands)
+    keys = [(-c.visits, -c.win_probability) for c in cands]
+    assert keys == sorted(keys)
+    best = search(rules.view(s, s.to_move()), legal, FEW).action
+    assert cands[0].action == best
+
+
+def test_analysis_also_covers_forced_plays_and_single_answers() -> None:
+    s = rules.new_game(rules.GameConfig(sets="ss", players=2, seed=3))
+    while s.decision is not None:
+        rules.apply(s, rules.legal_actions(s)[0])
+    legal = rules.legal_actions(s)  # playing cards: the bot would not search
+    assert search(rules.view(s, s.to_move()), legal, FEW).iterations == 0
+    cands = analyse(rules.view(s, s.to_move()), legal, FEW)
+    assert sum(c.visits for c in cands) == 60
+    one = analyse(rules.view(s, s.to_move()), legal[:1], FEW)
+    assert [c.action for c in one] == legal[:1] and one[0].visits == 60
+
+
+def test_reused_tree_continues_within_the_turn_only() -> None:
+    bot = ISMCTSBot(reuse=True)
+    s = rules.new_game(rules.GameConfig(sets="both", players=2, seed=5))
+    reused = fresh = 0
+    settings = BotSettings(name="ismcts", iterations=40, seed=1)
+    while not s.over and s.turn < 16:
+        p = s.to_move()
+        legal = rules.legal_actions(s)
+        a = bot.choose(rules.view(s, p), legal, settings)
+        assert a in legal
+        if bot.last is not None:
+            if bot.last.root:
+                reused += 1
+                assert bot.last.tree is not None and bot.last.tree.visits[bot.last.root] > 40
+            else:
+                fresh += 1
+        rules.apply(s, a)
+    assert reused > 3 and fresh > 3
+
+
+def test_widening_and_paranoid_searches_answer_legal_actions() -> None:
+    for s in mid_game_states(3):
+        legal = rules.legal_actions(s)
+        for opts in (SearchOptions(widening=1.0), SearchOptions(backup="paranoid")):
+            r = search(rules.view(s, s.to_move()), legal, FEW, opts)
+            assert r.action in legal and r.iterations == 60
+
+
+def test_options_from_text() -> None:
+    assert parse_options({"backup": "paranoid", "reuse": "1", "widening": "2"}) == SearchOptions(
+        backup="paranoid", reuse=True, widening=2.0
+    )
+    with pytest.raises(ValueError, match="unknown ismcts option"):
+        parse_options({"depth": "3"})
+    with pytest.raises(ValueError, match="backup must be"):
+        SearchOptions(backup="minimax")
+
+
+def test_bot_specs() -> None:
+    spec = parse_spec("ismcts@1s:backup=paranoid:reuse=1")
+    assert (spec.name, spec.time_ms, spec.options) == (
+        "ismcts",
+        1000,
+        (("backup", "paranoid"), ("reuse", "1")),
+    )
+    assert parse_spec("ismcts@250ms").time_ms == 250
+    assert parse_spec("heuristic") == parse_spec(" heuristic ")
+    assert parse_spec("heuristic").time_ms is None
+    with pytest.raises(ValueError, match="not key=value"):
+        parse_spec("ismcts:reuse")
+
+
+def test_a_three_player_game_between_specs_reports_the_search() -> None:
+    g = play_game([parse_spec("ismcts:backup=paranoid"), parse_spec("expert"),
+                   parse_spec("heuristic")], seed=4, sets="both", budget_ms=5)  # fmt: skip
+    assert g.winner in (0, 1, 2) and len(g.scores) == 3
+    assert g.stats[0].searches > 0 and g.stats[0].iterations > 0
+    assert g.stats[1].searches == 0 and g.stats[1].decisions > 0
