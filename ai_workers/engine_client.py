@@ -1,5 +1,9 @@
 """The worker's side of the Engine API: one gRPC channel per engine address and process, and
-what each error status means for a move."""
+what each error status means for a move.
+
+TLS (and mutual TLS) to the engine from the ``ASCENSION_TLS*`` variables, as for the terminal
+client (docs/security.md). The engine's own local AI processes inherit its environment.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 
+from clients.sdk.tls import TLS, channel
 from engine_service.api.ascension.v1 import engine_pb2_grpc
 
 CALL_TIMEOUT = 10.0
@@ -24,8 +29,10 @@ def stub(address: str) -> Any:
     with _lock:
         ch = _channels.get(address)
         if ch is None:
-            ch = _channels[address] = grpc.insecure_channel(
-                address, options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)]
+            ch = _channels[address] = channel(
+                address,
+                TLS.from_env(),
+                [("grpc.max_receive_message_length", 16 * 1024 * 1024)],
             )
     return engine_pb2_grpc.EngineStub(ch)
 

@@ -28,7 +28,8 @@ from rich.table import Table
 
 from clients import bots_runner
 from clients.embedded import EmbeddedEngine, EngineStartError
-from clients.sdk import AscensionError, Client, bot, human
+from clients.sdk import TLS, AscensionError, Client, bot, human
+from clients.sdk.tls import operator_key_from_env
 from clients.sdk.types import SETS
 
 EXAMPLES = """\
@@ -53,6 +54,55 @@ def _bots(raw: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("give at least one bot name, e.g. ismcts,heuristic")
     return names
+
+
+def _connection_flags(parser: argparse.ArgumentParser) -> None:
+    """TLS and operator-key options for an engine given by --address (docs/security.md)."""
+    g = parser.add_argument_group("secure connection (with --address)")
+    g.add_argument(
+        "--tls", action="store_true", help="connect with TLS (env ASCENSION_TLS; implied by "
+        "the file options)",
+    )  # fmt: skip
+    g.add_argument("--tls-ca-file", help="PEM CA the engine's certificate must chain to "
+                   "(env ASCENSION_TLS_CA_FILE; default: the system's)")  # fmt: skip
+    g.add_argument("--tls-cert-file", help="client certificate for mutual TLS "
+                   "(env ASCENSION_TLS_CERT_FILE)")  # fmt: skip
+    g.add_argument("--tls-key-file", help="its private key (env ASCENSION_TLS_KEY_FILE)")
+    g.add_argument("--tls-server-name", help="name to check in the engine's certificate "
+                   "(env ASCENSION_TLS_SERVER_NAME)")  # fmt: skip
+    g.add_argument("--operator-key-file", help="file holding an operator key, for engines "
+                   "that require one (env ASCENSION_OPERATOR_KEY[_FILE])")  # fmt: skip
+
+
+def _tls(args: argparse.Namespace) -> TLS | None:
+    env = TLS.from_env()
+    files = (args.tls_ca_file, args.tls_cert_file, args.tls_key_file, args.tls_server_name)
+    if not (args.tls or any(files)):
+        return env
+    base = env or TLS()
+    return TLS(
+        args.tls_ca_file or base.ca_file,
+        args.tls_cert_file or base.cert_file,
+        args.tls_key_file or base.key_file,
+        args.tls_server_name or base.server_name,
+    )
+
+
+def _operator_key(args: argparse.Namespace) -> str | None:
+    if args.operator_key_file:
+        with open(args.operator_key_file) as f:
+            return f.read().strip() or None
+    return operator_key_from_env()
+
+
+def _client(
+    args: argparse.Namespace, address: str, private: bool, timeout: float = 30.0
+) -> Client:
+    """A client of ``address``: with the TLS and operator options, unless it is the private
+    engine this command started (plaintext on loopback)."""
+    if private:
+        return Client(address, timeout=timeout)
+    return Client(address, timeout=timeout, tls=_tls(args), operator_key=_operator_key(args))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,10 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--game", help="join this game (with --token) instead of creating one")
     play.add_argument("--token", help="your seat token in --game")
     play.add_argument("--no-clear", action="store_true", help="do not clear the screen each turn")
+    _connection_flags(play)
 
     watch = sub.add_parser("watch", help="spectate a game")
     watch.add_argument("game", metavar="GAME", help="the game id")
     watch.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
+    _connection_flags(watch)
 
     bots = sub.add_parser("bots", help="run bot-vs-bot games and print a results table")
     bots.add_argument("--address", default=_address_default(), help=addr_help)
@@ -107,10 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--stall-timeout", type=float, default=120.0, help="give up on a game after this many "
         "seconds without a move",
     )  # fmt: skip
+    _connection_flags(bots)
 
     games = sub.add_parser("games", help="list the games on an engine")
     games.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
     games.add_argument("--active", action="store_true", help="only games not over")
+    _connection_flags(games)
     return p
 
 
@@ -147,7 +201,10 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
     if not 2 <= args.players <= 6:
         console.print("[red]--players must be 2..4 (2..6 with Curse of the Golden Isles).[/]")
         return 2
-    with engine_address(console, args.address) as (address, engine), Client(address) as client:
+    with (
+        engine_address(console, args.address) as (address, engine),
+        _client(args, address, engine is not None) as client,
+    ):
         if args.game:
             game_id, token = args.game, args.token
         else:
@@ -189,7 +246,7 @@ def cmd_watch(args: argparse.Namespace, console: Console) -> int:
     if not args.address:
         console.print("[red]watch needs --address (or ASCENSION_ADDRESS): the engine to ask.[/]")
         return 2
-    with Client(args.address) as client:
+    with _client(args, args.address, False) as client:
         spectate(client, console, args.game)
     return 0
 
@@ -206,8 +263,8 @@ def cmd_bots(args: argparse.Namespace, console: Console) -> int:
         console.print("[red]--games must be at least 1.[/]")
         return 2
     with (
-        engine_address(console, args.address, ai_processes=parallel) as (address, _),
-        Client(address, timeout=60.0) as client,
+        engine_address(console, args.address, ai_processes=parallel) as (address, engine),
+        _client(args, address, engine is not None, timeout=60.0) as client,
     ):
         progress = Progress(
             TextColumn("[bold]games"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -239,7 +296,7 @@ def cmd_games(args: argparse.Namespace, console: Console) -> int:
     if not args.address:
         console.print("[red]games needs --address (or ASCENSION_ADDRESS).[/]")
         return 2
-    with Client(args.address) as client:
+    with _client(args, args.address, False) as client:
         resp = client.list_games(active_only=args.active)
     table = Table(title="Games")
     for col in ("Game", "Sets", "Seats", "Version", "State"):

@@ -89,6 +89,8 @@ class EmbeddedEngine:
         env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")}
         env.update(
             ENGINE_AI_DISPATCH="local",
+            # a private engine of one user: `ascension play --seed` deals a chosen game
+            ENGINE_CALLER_SEEDS="anyone",
             ENGINE_LOCAL_AI_PROCESSES=str(self.ai_processes),
             ENGINE_METRICS_PORT="0",
             ENGINE_SHUTDOWN_GRACE_SECONDS="1",

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, cast
 
-from clients.sdk._grpc import aio, grpc
+from clients.sdk._grpc import grpc
 from clients.sdk._requests import (
     DEFAULT_RETRY,
     RetryPolicy,
@@ -25,6 +25,7 @@ from clients.sdk.errors import (
     from_rpc_error,
     status_name,
 )
+from clients.sdk.tls import TLS, aio_channel, operator_metadata
 from clients.sdk.types import Catalog, CreatedGame, SeatSpec
 from engine_service.api.ascension.v1 import engine_pb2, engine_pb2_grpc, game_pb2
 
@@ -34,7 +35,9 @@ _Resp = TypeVar("_Resp", covariant=True)
 
 
 class _Unary(Protocol[_Req, _Resp]):
-    def __call__(self, request: _Req, *, timeout: float | None = ...) -> Awaitable[_Resp]: ...
+    def __call__(
+        self, request: _Req, *, timeout: float | None = ..., metadata: Any = ...
+    ) -> Awaitable[_Resp]: ...
 
 
 class _AioStream(Protocol):
@@ -73,11 +76,17 @@ class AsyncClient:
         timeout: float | None = 30.0,
         retry: RetryPolicy = DEFAULT_RETRY,
         channel: Any = None,
+        tls: TLS | bool | None = None,
+        operator_key: str | None = None,
     ) -> None:
+        """``tls``: a :class:`~clients.sdk.tls.TLS` (or True: TLS with the system's CAs);
+        unset: plaintext. ``operator_key``: sent as ``authorization: Bearer <key>`` with the
+        calls that need one on a server with operator keys (create, list, delete)."""
         self.address = address
         self.timeout = timeout
         self.retry = retry
-        self._channel: Any = channel if channel is not None else aio.insecure_channel(address)
+        self._operator = operator_metadata(operator_key)
+        self._channel: Any = channel if channel is not None else aio_channel(address, tls, [])
         self._stub = cast(_AioStub, engine_pb2_grpc.EngineStub(self._channel))
         self._versions: dict[str, int] = {}
         self._catalogs: dict[str, Catalog] = {}
@@ -144,7 +153,8 @@ class AsyncClient:
     ) -> CreatedGame:
         req = create_game_request(seats, sets, seed)
         resp = await self._call(
-            lambda: self._stub.CreateGame(req, timeout=self.timeout), transient_retries=0
+            lambda: self._stub.CreateGame(req, timeout=self.timeout, metadata=self._operator),
+            transient_retries=0,
         )
         self._seen(resp.game_id, resp.view.version)
         return CreatedGame(resp.game_id, tuple(resp.seat_tokens), resp.admin_token, resp.view)
@@ -221,7 +231,9 @@ class AsyncClient:
         req = engine_pb2.ListGamesRequest(
             page_size=page_size, page_token=page_token, active_only=active_only
         )
-        return await self._call(lambda: self._stub.ListGames(req, timeout=self.timeout))
+        return await self._call(
+            lambda: self._stub.ListGames(req, timeout=self.timeout, metadata=self._operator)
+        )
 
     async def get_replay(self, game_id: str) -> engine_pb2.Replay:
         req = engine_pb2.GetReplayRequest(game_id=game_id)
@@ -229,7 +241,9 @@ class AsyncClient:
 
     async def delete_game(self, game_id: str, admin_token: str) -> None:
         req = engine_pb2.DeleteGameRequest(game_id=game_id, admin_token=admin_token)
-        await self._call(lambda: self._stub.DeleteGame(req, timeout=self.timeout))
+        await self._call(
+            lambda: self._stub.DeleteGame(req, timeout=self.timeout, metadata=self._operator)
+        )
 
     async def catalog(self, fingerprint: str = "") -> Catalog:
         cached = self._catalogs.get(fingerprint) if fingerprint else None

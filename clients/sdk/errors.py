@@ -1,16 +1,32 @@
-"""SDK exceptions: one class per gRPC status the Engine API documents, with the server's message.
+"""SDK exceptions: one class per gRPC status the Engine API documents, and a subclass per
+machine reason an app may want to catch on its own, with the server's message.
 
 Every error the SDK raises is an :class:`AscensionError`; ``str(error)`` is the server's own
-message (e.g. the rules' reason an action is not legal), ``error.code`` the gRPC status name.
+message (e.g. the rules' reason an action is not legal), ``error.code`` the gRPC status name,
+``error.reason`` the stable reason of the server's ``google.rpc.ErrorInfo`` (``NOT_YOUR_TURN``,
+``VERSION_MISMATCH``, ``RATE_LIMITED``, ...; docs/security.md lists them), ``error.metadata``
+its metadata and ``error.violations`` the ``BadRequest`` field violations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import google.rpc.error_details_pb2 as error_details_pb2
+import google.rpc.status_pb2 as status_pb2
+
 from clients.sdk._grpc import grpc
+
+DOMAIN = "ascension.v1"
+DETAILS_KEY = "grpc-status-details-bin"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldViolation:
+    field: str
+    description: str
 
 
 class AscensionError(Exception):
@@ -18,11 +34,24 @@ class AscensionError(Exception):
 
     code: str = "UNKNOWN"
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        reason: str = "",
+        metadata: Mapping[str, str] | None = None,
+        violations: tuple[FieldViolation, ...] = (),
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
+        self.reason = reason  # ErrorInfo.reason ("" from servers that send none)
+        self.metadata: dict[str, str] = dict(metadata or {})
+        self.violations = violations
+        self.retry_after = retry_after  # seconds (RetryInfo), when the server says
 
 
 class InvalidArgumentError(AscensionError):
@@ -57,16 +86,63 @@ class IllegalActionError(AscensionError):
     code = "FAILED_PRECONDITION"
 
 
+class NotYourTurnError(IllegalActionError):
+    """Another seat is to move (reason NOT_YOUR_TURN); ``to_move`` is that seat."""
+
+    @property
+    def to_move(self) -> int | None:
+        return _int(self.metadata.get("to_move"))
+
+
+class GameOverError(IllegalActionError):
+    """The game is over (reason GAME_OVER)."""
+
+
+class GameNotOverError(IllegalActionError):
+    """GetReplay of a game that is not over (reason GAME_NOT_OVER)."""
+
+
 class VersionConflictError(AscensionError):
     """Someone else moved first (ABORTED). ``current_version`` is the game's version, if known."""
 
     code = "ABORTED"
 
     def __init__(
-        self, message: str, *, code: str | None = None, current_version: int | None = None
+        self, message: str, *, current_version: int | None = None, **kwargs: Any
     ) -> None:
-        super().__init__(message, code=code)
+        super().__init__(message, **kwargs)
+        if current_version is None:
+            current_version = _int(self.metadata.get("current_version"))
         self.current_version = current_version
+
+
+class OperatorCredentialError(UnauthenticatedError):
+    """The call needs an operator key, or the key sent is not one of the server's
+    (reasons OPERATOR_CREDENTIAL_REQUIRED, UNKNOWN_OPERATOR_KEY)."""
+
+
+class SeedNotAllowedError(PermissionDeniedError):
+    """Only an operator may choose the seed of a game with a human seat
+    (reason SEED_NEEDS_OPERATOR): leave ``seed`` unset."""
+
+
+class ResourceExhaustedError(AscensionError):
+    """A server limit (RESOURCE_EXHAUSTED): ``limit`` names the setting, ``retry_after`` says
+    when to try again (seconds), if the server knows."""
+
+    code = "RESOURCE_EXHAUSTED"
+
+    @property
+    def limit(self) -> str:
+        return self.metadata.get("limit", "")
+
+
+class RateLimitedError(ResourceExhaustedError):
+    """A per-peer rate limit (reason RATE_LIMITED)."""
+
+
+class LiveGamesLimitError(ResourceExhaustedError):
+    """The server holds as many unfinished games as it may (reason LIVE_GAMES_LIMIT)."""
 
 
 class HistoryGoneError(AscensionError):
@@ -112,9 +188,22 @@ _BY_CODE: dict[str, type[AscensionError]] = {
     "FAILED_PRECONDITION": IllegalActionError,
     "ABORTED": VersionConflictError,
     "OUT_OF_RANGE": HistoryGoneError,
-    "DATA_LOSS": DataLossError,
+    "RESOURCE_EXHAUSTED": ResourceExhaustedError,
     "UNAVAILABLE": UnavailableError,
     "DEADLINE_EXCEEDED": UnavailableError,
+    "DATA_LOSS": DataLossError,
+}
+
+# Reasons with a class of their own (a subclass of the code's class).
+_BY_REASON: dict[str, type[AscensionError]] = {
+    "NOT_YOUR_TURN": NotYourTurnError,
+    "GAME_OVER": GameOverError,
+    "GAME_NOT_OVER": GameNotOverError,
+    "OPERATOR_CREDENTIAL_REQUIRED": OperatorCredentialError,
+    "UNKNOWN_OPERATOR_KEY": OperatorCredentialError,
+    "SEED_NEEDS_OPERATOR": SeedNotAllowedError,
+    "RATE_LIMITED": RateLimitedError,
+    "LIVE_GAMES_LIMIT": LiveGamesLimitError,
 }
 
 # Status codes after which repeating the very same request may succeed.
@@ -138,30 +227,90 @@ def _metadata_items(md: Any) -> Iterable[tuple[str, Any]]:
     return items
 
 
-def current_version_of(error: grpc.RpcError) -> int | None:
-    """The ``current-version`` trailing metadata of an ABORTED reply, if the server sent it."""
+def _int(value: Any) -> int | None:
+    try:
+        return int(value.decode() if isinstance(value, bytes) else value)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _trailers(error: grpc.RpcError) -> list[tuple[str, Any]]:
     getter = getattr(error, "trailing_metadata", None)
     if not callable(getter):
-        return None
+        return []
     try:
         md = getter()
     except Exception:  # an aio call whose metadata is not available
-        return None
-    for key, value in _metadata_items(md):
+        return []
+    return list(_metadata_items(md))
+
+
+def current_version_of(error: grpc.RpcError) -> int | None:
+    """The ``current-version`` trailing metadata of an ABORTED reply, if the server sent it."""
+    for key, value in _trailers(error):
         if key.lower() == "current-version":
-            try:
-                return int(value.decode() if isinstance(value, bytes) else value)
-            except (TypeError, ValueError):
-                return None
+            return _int(value)
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class RichStatus:
+    """What the server's ``google.rpc.Status`` details say (empty when it sent none)."""
+
+    reason: str = ""
+    domain: str = ""
+    metadata: Mapping[str, str] | None = None
+    violations: tuple[FieldViolation, ...] = ()
+    retry_after: float | None = None
+
+
+def rich_status(error: grpc.RpcError) -> RichStatus:
+    """The ErrorInfo, BadRequest and RetryInfo details of a gRPC error's status, if any."""
+    raw = next((v for k, v in _trailers(error) if k.lower() == DETAILS_KEY), None)
+    if not isinstance(raw, bytes):
+        return RichStatus()
+    try:
+        status = status_pb2.Status.FromString(raw)
+    except Exception:  # not a Status: ignore it, keep the code and message
+        return RichStatus()
+    reason = domain = ""
+    metadata: dict[str, str] = {}
+    violations: list[FieldViolation] = []
+    retry_after = None
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        bad = error_details_pb2.BadRequest()
+        retry = error_details_pb2.RetryInfo()
+        if detail.Unpack(info):  # False (nothing unpacked) for another type
+            reason, domain, metadata = info.reason, info.domain, dict(info.metadata)
+        elif detail.Unpack(bad):
+            violations.extend(
+                FieldViolation(v.field, v.description) for v in bad.field_violations
+            )
+        elif detail.Unpack(retry):
+            retry_after = retry.retry_delay.ToNanoseconds() / 1e9
+    return RichStatus(reason, domain, metadata, tuple(violations), retry_after)
+
+
 def from_rpc_error(error: grpc.RpcError) -> AscensionError:
-    """The SDK exception for a gRPC error, keeping the server's message."""
+    """The SDK exception for a gRPC error, keeping the server's message: the reason's class if
+    it has one (e.g. :class:`NotYourTurnError`), else the status code's."""
     name = status_name(error)
     details = error.details() if callable(getattr(error, "details", None)) else None
     message = str(details or name)
+    rich = rich_status(error)
     cls = _BY_CODE.get(name, ServerError)
+    if rich.domain == DOMAIN and rich.reason in _BY_REASON:
+        by_reason = _BY_REASON[rich.reason]
+        if issubclass(by_reason, cls):  # a reason never changes what the code means
+            cls = by_reason
+    kwargs: dict[str, Any] = {
+        "code": name,
+        "reason": rich.reason,
+        "metadata": rich.metadata,
+        "violations": rich.violations,
+        "retry_after": rich.retry_after,
+    }
     if cls is VersionConflictError:
-        return VersionConflictError(message, code=name, current_version=current_version_of(error))
-    return cls(message, code=name)
+        return VersionConflictError(message, current_version=current_version_of(error), **kwargs)
+    return cls(message, **kwargs)

@@ -27,6 +27,8 @@ from clients.sdk.errors import (
     from_rpc_error,
     status_name,
 )
+from clients.sdk.tls import TLS, operator_metadata
+from clients.sdk.tls import channel as tls_channel
 from clients.sdk.types import Catalog, CreatedGame, SeatSpec
 from engine_service.api.ascension.v1 import engine_pb2, engine_pb2_grpc, game_pb2
 
@@ -54,11 +56,17 @@ class Client:
         timeout: float | None = 30.0,
         retry: RetryPolicy = DEFAULT_RETRY,
         channel: Any = None,
+        tls: TLS | bool | None = None,
+        operator_key: str | None = None,
     ) -> None:
+        """``tls``: a :class:`~clients.sdk.tls.TLS` (or True: TLS with the system's CAs);
+        unset: plaintext. ``operator_key``: sent as ``authorization: Bearer <key>`` with the
+        calls that need one on a server with operator keys (create, list, delete)."""
         self.address = address
         self.timeout = timeout
         self.retry = retry
-        self._channel: Any = channel if channel is not None else grpc.insecure_channel(address)
+        self._operator = operator_metadata(operator_key)
+        self._channel: Any = channel if channel is not None else tls_channel(address, tls, [])
         self._stub = engine_pb2_grpc.EngineStub(self._channel)
         self._versions: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -132,7 +140,8 @@ class Client:
         """Create a game; returns its id and the seats' secret tokens."""
         req = create_game_request(seats, sets, seed)
         resp = self._call(
-            lambda: self._stub.CreateGame(req, timeout=self.timeout), transient_retries=0
+            lambda: self._stub.CreateGame(req, timeout=self.timeout, metadata=self._operator),
+            transient_retries=0,
         )
         self._seen(resp.game_id, resp.view.version)
         return CreatedGame(resp.game_id, tuple(resp.seat_tokens), resp.admin_token, resp.view)
@@ -221,7 +230,9 @@ class Client:
         req = engine_pb2.ListGamesRequest(
             page_size=page_size, page_token=page_token, active_only=active_only
         )
-        return self._call(lambda: self._stub.ListGames(req, timeout=self.timeout))
+        return self._call(
+            lambda: self._stub.ListGames(req, timeout=self.timeout, metadata=self._operator)
+        )
 
     def get_replay(self, game_id: str) -> engine_pb2.Replay:
         req = engine_pb2.GetReplayRequest(game_id=game_id)
@@ -229,7 +240,9 @@ class Client:
 
     def delete_game(self, game_id: str, admin_token: str) -> None:
         req = engine_pb2.DeleteGameRequest(game_id=game_id, admin_token=admin_token)
-        self._call(lambda: self._stub.DeleteGame(req, timeout=self.timeout))
+        self._call(
+            lambda: self._stub.DeleteGame(req, timeout=self.timeout, metadata=self._operator)
+        )
 
     def catalog(self, fingerprint: str = "") -> Catalog:
         """The card catalog (cached per fingerprint)."""

@@ -10,17 +10,18 @@ import sys
 from collections.abc import Callable
 
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
-from engine_service.api.ascension.v1 import engine_pb2, engine_pb2_grpc
+from engine_service.api.ascension.v1 import engine_pb2
 from engine_service.server.config import Settings
 from engine_service.server.dispatch import make_dispatcher
 from engine_service.server.games import Games
 from engine_service.server.grpc_compat import aio
 from engine_service.server.health import Health
 from engine_service.server.metrics import Metrics
-from engine_service.server.service import SERVICE, EngineService
+from engine_service.server.service import SERVICE, EngineService, GuardedServer, add_to_server
 from engine_service.server.sweeper import Sweeper
+from engine_service.server.tokens import CredentialedDispatcher
 from engine_service.server.watch import WatchHub, WatchLimits
 from engine_service.store import CachingStore, Store, StoreError, StoreSettings, open_store
 from engine_service.store.timed import TimedStore
@@ -87,7 +88,7 @@ async def _wait_for_store(store: Store, where: str, seconds: float) -> None:
 def build_store(settings: Settings, metrics: Metrics) -> CachingStore:
     """Redis or memory, timed, behind this replica's cache (which reports rollbacks)."""
     inner = open_store(
-        settings.redis_url,
+        settings.store_url,  # REDIS_URL with the REDIS_USERNAME/PASSWORD/TLS_* settings
         StoreSettings(
             window=settings.stream_maxlen,
             finished_ttl=settings.game_ttl_seconds,
@@ -129,15 +130,24 @@ async def serve(
     metrics = Metrics()
     store = build_store(settings, metrics)
     server = aio.server(options=server_options(settings))
-    port = server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
+    listen = f"{settings.host}:{settings.grpc_port}"
+    credentials = settings.server_credentials()  # TLS (mTLS with a client CA), or None
+    if credentials is None:
+        port = server.add_insecure_port(listen)
+    else:
+        port = server.add_secure_port(listen, credentials)
     if port == 0:
         raise OSError(f"cannot listen on {settings.host}:{settings.grpc_port}")
     advertise = settings.advertise_address or f"127.0.0.1:{port}"
-    dispatcher = make_dispatcher(
-        settings.dispatch_mode,
-        settings.broker_url,
-        settings.local_ai_target,
-        settings.local_ai_processes,
+    ai_credentials = settings.ai_credentials()
+    dispatcher = CredentialedDispatcher(
+        make_dispatcher(
+            settings.dispatch_mode,
+            settings.broker_url,
+            settings.local_ai_target,
+            settings.local_ai_processes,
+        ),
+        ai_credentials,
     )
     hub = WatchHub(
         store,
@@ -146,16 +156,20 @@ async def serve(
             per_replica=settings.watch_max_streams, per_peer=settings.watch_max_streams_per_peer
         ),
     )
-    games = Games(store, dispatcher, metrics, advertise, hub)
-    engine_pb2_grpc.add_EngineServicer_to_server(EngineService(games, metrics), server)
+    games = Games(store, dispatcher, metrics, advertise, hub, ai_credentials)
+    engine = EngineService(games, metrics, settings.access(), settings.call_limits())
+    add_to_server(engine, server)
+    guarded = GuardedServer(server)  # undecodable requests: INVALID_ARGUMENT, no traceback
     health = Health()
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    health_pb2_grpc.add_HealthServicer_to_server(health, guarded)
     names = (
         engine_pb2.DESCRIPTOR.services_by_name["Engine"].full_name,
         health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
         reflection.SERVICE_NAME,
     )
-    reflection.enable_server_reflection(names, server)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+        reflection.aio.ReflectionServicer(names), guarded
+    )
     if settings.metrics_port:
         metrics.serve(settings.metrics_port, settings.host)
     await server.start()

@@ -1,5 +1,7 @@
 """The server's settings: environment variables, each mirrored by a flag of ``serve``.
 
+Any variable may instead be given as ``<NAME>_FILE``: the path of a file holding the value
+(secrets mounted as files: Redis and broker URLs with passwords, operator keys, AI token keys).
 docs/configuration.md documents this table; keep the two together.
 """
 
@@ -8,8 +10,33 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from engine_service.server.auth import (
+    MIN_KEY_CHARS,
+    SEEDS_ANYONE,
+    SEEDS_OPERATOR,
+    Access,
+    parse_keys,
+)
+from engine_service.server.grpc_compat import grpc
+from engine_service.server.limits import CallLimits, per_minute, per_second
+from engine_service.server.tokens import AiCredentials
+
+
+def boolean(raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(raw)
+
+
+boolean.__name__ = "boolean (true/false)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +46,7 @@ class Option:
     kind: Callable[[str], Any]
     default: Any
     help: str
+    secret: bool = False  # never printed; prefer <NAME>_FILE
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -138,6 +166,23 @@ OPTIONS: tuple[Option, ...] = (
         "ENGINE_REDIS_TIMEOUT_SECONDS", "redis_timeout_seconds", float, 5.0, "Redis socket timeout"
     ),
     Option("LOG_LEVEL", "log_level", str, "INFO", "DEBUG, INFO, WARNING, ERROR"),
+    # -- security (docs/security.md) --
+    Option("ENGINE_TLS_CERT_FILE", "tls_cert_file", str, "", "PEM certificate (chain) of the gRPC port; unset = plaintext"),
+    Option("ENGINE_TLS_KEY_FILE", "tls_key_file", str, "", "PEM private key of ENGINE_TLS_CERT_FILE"),
+    Option("ENGINE_TLS_CLIENT_CA_FILE", "tls_client_ca_file", str, "", "PEM CA bundle: clients must present a certificate it signed (mTLS)"),
+    Option("ENGINE_OPERATOR_KEYS", "operator_keys", str, "", "operator keys (comma or newline separated); unset = open server", secret=True),
+    Option("ENGINE_PUBLIC_CREATE", "public_create", boolean, False, "with operator keys: CreateGame needs none"),
+    Option("ENGINE_CALLER_SEEDS", "caller_seeds", str, SEEDS_OPERATOR, "who may choose the seed of a game with a human seat: operator or anyone"),
+    Option("ENGINE_LIMIT_CREATE_PER_MINUTE", "limit_create_per_minute", int, 0, "CreateGame calls per minute per peer (0 = no limit)"),
+    Option("ENGINE_LIMIT_SUBMIT_PER_SECOND", "limit_submit_per_second", int, 0, "SubmitAction calls per second per peer (0 = no limit)"),
+    Option("ENGINE_MAX_LIVE_GAMES", "max_live_games", int, 10000, "games not over the store may hold (0 = no cap)"),
+    Option("ENGINE_AI_TOKEN_KEYS", "ai_token_keys", str, "", "HMAC keys of AI move credentials (first signs); unset = one per process", secret=True),
+    Option("ENGINE_AI_CREDENTIAL_TTL_SECONDS", "ai_credential_ttl_seconds", float, 900.0, "lifetime of an AI move credential"),
+    Option("REDIS_USERNAME", "redis_username", str, "", "Redis ACL user (if REDIS_URL names none)"),
+    Option("REDIS_PASSWORD", "redis_password", str, "", "Redis password (if REDIS_URL has none)", secret=True),
+    Option("REDIS_TLS_CA_FILE", "redis_tls_ca_file", str, "", "PEM CA bundle to check a rediss:// server against"),
+    Option("REDIS_TLS_CERT_FILE", "redis_tls_cert_file", str, "", "PEM client certificate for rediss://"),
+    Option("REDIS_TLS_KEY_FILE", "redis_tls_key_file", str, "", "PEM key of REDIS_TLS_CERT_FILE"),
 )
 
 
@@ -169,10 +214,70 @@ class Settings:
     ai_stall_seconds: float = 60.0
     redis_timeout_seconds: float = 5.0
     log_level: str = "INFO"
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_client_ca_file: str = ""
+    operator_keys: str = field(default="", repr=False)
+    public_create: bool = False
+    caller_seeds: str = SEEDS_OPERATOR
+    limit_create_per_minute: int = 0
+    limit_submit_per_second: int = 0
+    max_live_games: int = 10000
+    ai_token_keys: str = field(default="", repr=False)
+    ai_credential_ttl_seconds: float = 900.0
+    redis_username: str = ""
+    redis_password: str = field(default="", repr=False)
+    redis_tls_ca_file: str = ""
+    redis_tls_cert_file: str = ""
+    redis_tls_key_file: str = ""
+
+    @property
+    def store_url(self) -> str:
+        """REDIS_URL with REDIS_USERNAME/REDIS_PASSWORD and the REDIS_TLS_* files added (as
+        redis-py's URL options, which the store passes through). Holds secrets: never log it."""
+        return redis_url_with(
+            self.redis_url,
+            self.redis_username,
+            self.redis_password,
+            self.redis_tls_ca_file,
+            self.redis_tls_cert_file,
+            self.redis_tls_key_file,
+        )
 
     @property
     def broker_url(self) -> str:
-        return self.celery_broker_url or self.redis_url
+        return self.celery_broker_url or self.store_url
+
+    def access(self) -> Access:
+        return Access.of(parse_keys(self.operator_keys), self.public_create, self.caller_seeds)
+
+    def ai_credentials(self) -> AiCredentials:
+        """Signed with ENGINE_AI_TOKEN_KEYS, else with a key of this process only."""
+        keys = parse_keys(self.ai_token_keys)
+        ttl = self.ai_credential_ttl_seconds
+        return AiCredentials(keys, ttl) if keys else AiCredentials.generate(ttl)
+
+    def server_credentials(self) -> Any:
+        """gRPC TLS credentials of the port (None: plaintext); with a client CA, mTLS."""
+        if not self.tls_cert_file:
+            return None
+        ca = Path(self.tls_client_ca_file).read_bytes() if self.tls_client_ca_file else None
+        return grpc.ssl_server_credentials(
+            [(Path(self.tls_key_file).read_bytes(), Path(self.tls_cert_file).read_bytes())],
+            root_certificates=ca,
+            require_client_auth=ca is not None,
+        )
+
+    def call_limits(self) -> CallLimits:
+        return CallLimits(
+            create=per_minute(
+                "ENGINE_LIMIT_CREATE_PER_MINUTE", "CreateGame", self.limit_create_per_minute
+            ),
+            submit=per_second(
+                "ENGINE_LIMIT_SUBMIT_PER_SECOND", "SubmitAction", self.limit_submit_per_second
+            ),
+            max_live_games=self.max_live_games,
+        )
 
     @property
     def dispatch_mode(self) -> str:
@@ -223,8 +328,73 @@ class Settings:
             problems.append("ENGINE_LOCAL_AI_TARGET must be 'module:function'")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             problems.append("LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
+        problems.extend(self._security_problems())
         if problems:
             raise ValueError("; ".join(problems))
+
+    def _security_problems(self) -> list[str]:
+        problems = []
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            problems.append("ENGINE_TLS_CERT_FILE and ENGINE_TLS_KEY_FILE go together")
+        if self.tls_client_ca_file and not self.tls_cert_file:
+            problems.append("ENGINE_TLS_CLIENT_CA_FILE (mTLS) needs ENGINE_TLS_CERT_FILE")
+        for name, path in (
+            ("ENGINE_TLS_CERT_FILE", self.tls_cert_file),
+            ("ENGINE_TLS_KEY_FILE", self.tls_key_file),
+            ("ENGINE_TLS_CLIENT_CA_FILE", self.tls_client_ca_file),
+            ("REDIS_TLS_CA_FILE", self.redis_tls_ca_file),
+            ("REDIS_TLS_CERT_FILE", self.redis_tls_cert_file),
+            ("REDIS_TLS_KEY_FILE", self.redis_tls_key_file),
+        ):
+            if path and not Path(path).is_file():
+                problems.append(f"{name}: no file {path!r}")
+        if bool(self.redis_tls_cert_file) != bool(self.redis_tls_key_file):
+            problems.append("REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE go together")
+        tls_files = self.redis_tls_ca_file or self.redis_tls_cert_file
+        if tls_files and not self.redis_url.startswith("rediss://"):
+            problems.append("REDIS_TLS_* files need a rediss:// REDIS_URL")
+        if (self.redis_password or self.redis_username) and not self.redis_url:
+            problems.append("REDIS_USERNAME/REDIS_PASSWORD need REDIS_URL")
+        for name, keys in (
+            ("ENGINE_OPERATOR_KEYS", parse_keys(self.operator_keys)),
+            ("ENGINE_AI_TOKEN_KEYS", parse_keys(self.ai_token_keys)),
+        ):
+            if any(len(k) < MIN_KEY_CHARS for k in keys):
+                problems.append(f"{name}: every key needs at least {MIN_KEY_CHARS} characters")
+        if self.caller_seeds not in (SEEDS_OPERATOR, SEEDS_ANYONE):
+            problems.append("ENGINE_CALLER_SEEDS must be operator or anyone")
+        for name, value in (
+            ("ENGINE_LIMIT_CREATE_PER_MINUTE", self.limit_create_per_minute),
+            ("ENGINE_LIMIT_SUBMIT_PER_SECOND", self.limit_submit_per_second),
+            ("ENGINE_MAX_LIVE_GAMES", self.max_live_games),
+        ):
+            if value < 0:
+                problems.append(f"{name} must not be negative")
+        if self.ai_credential_ttl_seconds < 1:
+            problems.append("ENGINE_AI_CREDENTIAL_TTL_SECONDS must be at least 1")
+        return problems
+
+
+def redis_url_with(
+    url: str, username: str, password: str, ca_file: str, cert_file: str, key_file: str
+) -> str:
+    """``url`` with credentials (where it has none) and TLS files as redis-py URL options."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if (username or password) and "@" not in netloc:
+        user = quote(username, safe="")
+        netloc = f"{user}:{quote(password, safe='')}@{netloc}" if password else f"{user}@{netloc}"
+    query = parse_qsl(parts.query)
+    for name, value in (
+        ("ssl_ca_certs", ca_file),
+        ("ssl_certfile", cert_file),
+        ("ssl_keyfile", key_file),
+    ):
+        if value and not any(k == name for k, _ in query):
+            query.append((name, value))
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), parts.fragment))
 
 
 def flag_name(opt: Option) -> str:
@@ -239,8 +409,24 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
             type=opt.kind,
             default=None,
             metavar=opt.env,
-            help=f"{opt.help} (env {opt.env}, default {opt.default!r})",
+            help=f"{opt.help} (env {opt.env} or {opt.env}_FILE"
+            + ("" if opt.secret else f", default {opt.default!r}")
+            + ")",
         )
+
+
+def _env_value(env: Mapping[str, str], name: str) -> str:
+    """``name``'s value, or the content of the file ``name_FILE`` names."""
+    raw = env.get(name, "").strip()
+    path = env.get(name + "_FILE", "").strip()
+    if raw and path:
+        raise ValueError(f"set {name} or {name}_FILE, not both")
+    if path:
+        try:
+            return Path(path).read_text().strip()
+        except OSError as e:
+            raise ValueError(f"{name}_FILE: cannot read {path!r}: {e.strerror}") from None
+    return raw
 
 
 def load(env: Mapping[str, str] | None = None, flags: argparse.Namespace | None = None) -> Settings:
@@ -252,7 +438,7 @@ def load(env: Mapping[str, str] | None = None, flags: argparse.Namespace | None 
         if flag is not None:
             values[opt.attr] = flag
             continue
-        raw = env.get(opt.env, "").strip()
+        raw = _env_value(env, opt.env)
         if raw:
             try:
                 values[opt.attr] = opt.kind(raw)

@@ -19,11 +19,11 @@ from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules import actions as A
-from engine_service.server import convert, tokens, validate
+from engine_service.server import convert, errors, tokens, validate
 from engine_service.server.dispatch import Dispatcher
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
-from engine_service.server.meta import AI, GameMeta, MetaCache
+from engine_service.server.meta import GameMeta, MetaCache
 from engine_service.server.metrics import Metrics
 from engine_service.server.state_cache import StateCache
 from engine_service.server.sweeper import encode_payload
@@ -49,8 +49,12 @@ class Games:
         metrics: Metrics,
         engine_address: str,
         hub: WatchHub | None = None,
+        ai_credentials: tokens.AiCredentials | None = None,
     ) -> None:
         self.store = store
+        # AI seats act with per-move credentials minted when a move is dispatched (the
+        # dispatcher is a tokens.CredentialedDispatcher with the same credentials)
+        self.ai_credentials = ai_credentials or tokens.AiCredentials.generate()
         self.dispatcher = dispatcher
         self.metrics = metrics
         self.engine_address = engine_address
@@ -74,25 +78,29 @@ class Games:
         try:
             s = rules.deserialize(rec.state)
         except rules.SerializationError as e:
-            raise ServiceError(
-                Code.FAILED_PRECONDITION, f"game {rec.game_id} cannot be read by this engine: {e}"
+            raise errors.refused(
+                Code.FAILED_PRECONDITION,
+                "UNREADABLE_GAME",
+                f"game {rec.game_id} cannot be read by this engine: {e}",
             ) from e
         self.states.put(rec.game_id, rec.commit_id, s)
         return s
 
-    @staticmethod
-    def _seat(token: str, meta: GameMeta, *, required: bool) -> int:
-        """The token's seat; SPECTATOR for no token where that is allowed."""
+    def _seat(
+        self, token: str, meta: GameMeta, game_id: str, version: int, *, required: bool
+    ) -> int:
+        """The token's seat at ``version``; SPECTATOR for no token where that is allowed (and
+        for an AI move credential of another version: it acts only at its own)."""
         if not token:
             if required:
-                raise ServiceError(
-                    Code.UNAUTHENTICATED,
-                    "token is required: pass the seat token CreateGame returned",
-                )
+                raise errors.token_required()
             return rules.SPECTATOR
+        if tokens.is_ai_credential(token):
+            seat = self.ai_credentials.seat(token, game_id, version, acting=required)
+            return rules.SPECTATOR if seat is None else seat
         seat = tokens.seat_of(token, meta.token_digests)
         if seat is None:
-            raise ServiceError(Code.UNAUTHENTICATED, "token does not match any seat of this game")
+            raise errors.unknown_token()
         return seat
 
     def _ai_payload(
@@ -100,11 +108,10 @@ class Games:
     ) -> dict[str, Any]:
         bot = meta.seats[seat].bot
         assert bot is not None
-        return {
+        return {  # the dispatcher adds the move's credential ("token") as it sends it
             "game_id": game_id,
             "seat": seat,
             "version": version,
-            "token": meta.ai_tokens[seat],
             "bot": bot.as_payload(),
             "engine_address": self.engine_address,
             "enqueued_at": now,
@@ -144,7 +151,6 @@ class Games:
             seats=seats,
             token_digests=tuple(tokens.digest(t) for t in seat_tokens),
             admin_digest=tokens.digest(admin_token),
-            ai_tokens={i: seat_tokens[i] for i, s in enumerate(seats) if s.kind == AI},
             created_ms=now_ms,
         )
         commit_id = new_commit_id()
@@ -182,7 +188,7 @@ class Games:
         validate.game_id(game_id)
         validate.token(token)
         rec, meta = await self._load(game_id)
-        seat = self._seat(token, meta, required=False)
+        seat = self._seat(token, meta, game_id, rec.version, required=False)
         v = convert.game_view(game_id, rec.version, self._state(rec), meta, seat)
         v.commit_id = rec.commit_id
         return v
@@ -191,7 +197,7 @@ class Games:
         validate.game_id(game_id)
         validate.token(token)
         rec, meta = await self._load(game_id)
-        seat = self._seat(token, meta, required=False)
+        seat = self._seat(token, meta, game_id, rec.version, required=False)
         s = self._state(rec)
         resp = epb.ListLegalActionsResponse(
             game_id=game_id, version=rec.version, seat=seat, to_move=s.to_move()
@@ -206,6 +212,7 @@ class Games:
             raise invalid(
                 "idempotency_key",
                 "was already used for a different request (seat, version or action)",
+                reason="IDEMPOTENCY_KEY_REUSED",
             )
         first = await self.store.update_at(game_id, prior.version)
         rec, meta = await self._load(game_id)
@@ -220,12 +227,7 @@ class Games:
 
     @staticmethod
     def _aborted(current: int, expected: int) -> ServiceError:
-        return ServiceError(
-            Code.ABORTED,
-            f"the game is at version {current}, not {expected}: another action was applied first; "
-            "get the game again and decide anew",
-            (("current-version", str(current)),),
-        )
+        return errors.version_mismatch(current, expected)
 
     @staticmethod
     def _diverged(rec: GameRecord, expected_commit_id: str) -> ServiceError:
@@ -235,14 +237,14 @@ class Games:
             f"{expected_commit_id}; the store holds commit {rec.commit_id}): the store lost "
             "versions and the game went on without them; get the game again and decide anew",
             (("current-version", str(rec.version)),),
+            reason="HISTORY_DIVERGED",
+            metadata={"current_version": str(rec.version), "commit_id": rec.commit_id},
         )
 
     async def submit(self, req: epb.SubmitActionRequest) -> epb.SubmitActionResponse:
         validate.submit(req)
         if not req.token:
-            raise ServiceError(
-                Code.UNAUTHENTICATED, "token is required: pass the seat token CreateGame returned"
-            )
+            raise errors.token_required()
         rec, meta = await self._load(req.game_id, fresh=False)
         try:
             return await self._submit(req, rec, meta)
@@ -254,7 +256,7 @@ class Games:
     async def _submit(
         self, req: epb.SubmitActionRequest, rec: GameRecord, meta: GameMeta
     ) -> epb.SubmitActionResponse:
-        seat = self._seat(req.token, meta, required=True)
+        seat = self._seat(req.token, meta, req.game_id, req.expected_version, required=True)
         stale = rec.version != req.expected_version
         if stale or (req.expected_commit_id and req.expected_commit_id != rec.commit_id):
             if req.idempotency_key:  # a retry of a request that was applied: answer as then
@@ -279,21 +281,19 @@ class Games:
         ``seat`` may play ``action``; else the error to answer with."""
         s = state.clone()
         if s.over:
-            raise ServiceError(Code.FAILED_PRECONDITION, "the game is over")
+            raise errors.game_over()
         to_move = s.to_move()
         if seat != to_move:
             d = s.decision
             what = f"to answer {A.DECISION_NAMES[d[0]]}" if d is not None else "to play"
-            raise ServiceError(
-                Code.FAILED_PRECONDITION, f"it is not your turn: seat {to_move} is {what}"
-            )
+            raise errors.not_your_turn(to_move, what)
         if action not in rules.legal_actions(s):
             try:
                 rules.apply(s, action)  # raises with the rules' reason, changing nothing
             except rules.MalformedActionError as e:
                 raise invalid("action", str(e)) from e
             except rules.RulesError as e:
-                raise ServiceError(Code.FAILED_PRECONDITION, str(e)) from e
+                raise errors.illegal_action(str(e)) from e
             raise ServiceError(
                 Code.INTERNAL, f"action {action} is not listed as legal but the rules accepted it"
             )
@@ -405,8 +405,9 @@ class Games:
         validate.game_id(game_id)
         rec, meta = await self._load(game_id)
         if not rec.over:
-            raise ServiceError(
+            raise errors.refused(
                 Code.FAILED_PRECONDITION,
+                "GAME_NOT_OVER",
                 "the game is not over: its replay (seed and actions) would reveal hidden cards",
             )
         log_entries = await self.store.action_log(game_id)
@@ -428,22 +429,22 @@ class Games:
             seats=convert.seat_info(meta),
         )
 
-    async def delete(self, game_id: str, admin_token: str) -> None:
+    async def delete(self, game_id: str, admin_token: str, *, operator: bool = False) -> None:
+        """Needs the game's admin token, or an operator credential (checked by the caller)."""
         validate.game_id(game_id)
         validate.token(admin_token, "admin_token")
         _, meta = await self._load(game_id)
-        if not admin_token:
-            raise ServiceError(
-                Code.UNAUTHENTICATED,
-                "admin_token is required: pass the admin token CreateGame returned",
-            )
-        if not tokens.matches(admin_token, meta.admin_digest):
-            if tokens.seat_of(admin_token, meta.token_digests) is not None:
-                raise ServiceError(
-                    Code.PERMISSION_DENIED,
-                    "a seat token cannot delete the game: use the admin token",
-                )
-            raise ServiceError(Code.UNAUTHENTICATED, "admin_token does not match this game")
+        if not operator:
+            if not admin_token:
+                raise errors.token_required("admin_token", "the admin token CreateGame returned")
+            if not tokens.matches(admin_token, meta.admin_digest):
+                if tokens.seat_of(admin_token, meta.token_digests) is not None:
+                    raise errors.refused(
+                        Code.PERMISSION_DENIED,
+                        "ADMIN_TOKEN_REQUIRED",
+                        "a seat token cannot delete the game: use the admin token",
+                    )
+                raise errors.unknown_token("admin_token does not match this game")
         if not await self.store.delete(game_id):
             raise not_found(game_id)
         self.meta.forget(game_id)

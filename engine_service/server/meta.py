@@ -1,4 +1,7 @@
-"""What a game was created with (never changes): sets, seats, seed, token digests."""
+"""What a game was created with (never changes): sets, seats, seed, token digests.
+
+No token is kept in clear: AI seats are played with per-move credentials (server/tokens.py).
+"""
 
 from __future__ import annotations
 
@@ -26,7 +29,6 @@ class GameMeta:
     seats: tuple[Seat, ...]
     token_digests: tuple[str, ...]
     admin_digest: str
-    ai_tokens: dict[int, str]  # the raw tokens of AI seats, handed to the workers
     created_ms: int
 
     def is_ai(self, seat: int) -> bool:
@@ -45,7 +47,6 @@ class GameMeta:
                 "seats": seats,
                 "tokens": list(self.token_digests),
                 "admin": self.admin_digest,
-                "ai_tokens": {str(k): v for k, v in self.ai_tokens.items()},
                 "created_ms": self.created_ms,
             },
             separators=(",", ":"),
@@ -65,8 +66,7 @@ class GameMeta:
             seats,
             tuple(d["tokens"]),
             d["admin"],
-            {int(k): v for k, v in d["ai_tokens"].items()},
-            d["created_ms"],
+            d["created_ms"],  # older records also hold "ai_tokens" (raw AI tokens): ignored
         )
 
 

@@ -1,4 +1,12 @@
-"""The gRPC face of :class:`Games`: status codes, metrics per method and code, no tokens in logs."""
+"""The gRPC face of :class:`Games`: status codes with machine reasons, metrics per method and
+code, operator credentials and limits, requests that cannot be parsed, no tokens in logs.
+
+Requests are parsed by deserializers that cannot fail (:func:`safe_deserializer`): bytes that
+are not the method's message become :class:`Undecodable`, which the handler answers with
+INVALID_ARGUMENT (reason ``UNDECODABLE_REQUEST``) and a rate-limited log line, instead of
+gRPC's UNKNOWN and a traceback per request. :class:`GuardedServer` gives the other services
+(health, reflection) the same deserializers.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +14,22 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
+from engine_service.server import errors
+from engine_service.server.auth import Access
 from engine_service.server.errors import ServiceError
 from engine_service.server.games import Games
 from engine_service.server.grpc_compat import grpc
+from engine_service.server.limits import CallLimits, LogLimiter, live_games_reached, peer_key
 from engine_service.server.metrics import Metrics
 from engine_service.store import StoreError
 
 log = logging.getLogger("ascension.engine.rpc")
+bad_requests = LogLimiter(logging.getLogger("ascension.engine.badrequests"))
 SERVICE = "ascension.v1.Engine"
 
 Req = TypeVar("Req")
@@ -25,22 +37,44 @@ Resp = TypeVar("Resp")
 Handler = Callable[[Any, Req, Any], Awaitable[Resp]]
 
 
-async def _fail(
-    context: Any, code: str, message: str, trailers: tuple[tuple[str, str], ...] = ()
-) -> None:
-    if trailers:
-        context.set_trailing_metadata(trailers)
-    await context.abort(grpc.StatusCode[code], message)
+class Undecodable:
+    """What a request deserializer gives for bytes that are not the method's request message."""
+
+    __slots__ = ()
 
 
-def _code_of(e: BaseException) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+UNDECODABLE = Undecodable()
+
+
+def safe_deserializer(parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    def deserialize(raw: bytes) -> Any:
+        try:
+            return parse(raw)
+        except Exception:  # DecodeError: bad wire format, invalid UTF-8, truncated, too deep
+            return UNDECODABLE
+
+    return deserialize
+
+
+def _undecodable(method: str, context: Any) -> ServiceError:
+    bad_requests.warning("undecodable %s request from %s", method, context.peer())
+    return errors.undecodable(method)
+
+
+async def _fail(context: Any, err: ServiceError) -> None:
+    await context.abort(
+        grpc.StatusCode[err.code.value], err.message, trailing_metadata=err.wire_trailers()
+    )
+
+
+def _error_of(e: BaseException) -> ServiceError:
     if isinstance(e, ServiceError):
-        return e.code.value, e.message, e.trailers
+        return e
     if isinstance(e, StoreError):
         log.warning("store unavailable: %s", e)
-        return "UNAVAILABLE", "the game store is unavailable; try again", ()
+        return errors.store_unavailable()
     log.exception("internal error")
-    return "INTERNAL", "internal error", ()
+    return errors.internal()
 
 
 def unary(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
@@ -50,6 +84,8 @@ def unary(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
             t0 = time.perf_counter()
             code = "OK"
             try:
+                if request is UNDECODABLE:
+                    raise _undecodable(method, context)
                 return await fn(self, request, context)
             except asyncio.CancelledError:
                 code = "CANCELLED"
@@ -57,8 +93,9 @@ def unary(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
             except Exception as e:
                 if isinstance(e, grpc.aio.AbortError):
                     raise
-                code, message, trailers = _code_of(e)
-                await _fail(context, code, message, trailers)
+                err = _error_of(e)
+                code = err.code.value
+                await _fail(context, err)
                 raise  # not reached: abort raises
             finally:
                 self.metrics.observe_rpc(method, code, t0)
@@ -69,17 +106,35 @@ def unary(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
 
 
 class EngineService:
-    """Registered with ``add_EngineServicer_to_server`` (duck-typed: the generated servicer
-    base class is synchronous)."""
+    """The Engine service's handlers; :func:`add_to_server` registers them."""
 
-    def __init__(self, games: Games, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        games: Games,
+        metrics: Metrics,
+        access: Access | None = None,
+        limits: CallLimits | None = None,
+    ) -> None:
         self.games = games
         self.metrics = metrics
+        self.access = access or Access()
+        self.limits = limits or CallLimits()
 
     @unary("CreateGame")
     async def CreateGame(
         self, request: epb.CreateGameRequest, context: Any
     ) -> epb.CreateGameResponse:
+        operator = self.access.operator(
+            context, "CreateGame", required=not self.access.public_create
+        )
+        self.access.check_seed(request, operator)
+        if self.limits.create is not None and not operator:
+            self.limits.create.take(peer_key(context.peer()))
+        cap = self.limits.max_live_games
+        if cap:
+            live = await self.games.store.active_games()
+            if live >= cap:
+                raise live_games_reached(cap, live)
         return await self.games.create(request)
 
     @unary("GetGame")
@@ -96,10 +151,13 @@ class EngineService:
     async def SubmitAction(
         self, request: epb.SubmitActionRequest, context: Any
     ) -> epb.SubmitActionResponse:
+        if self.limits.submit is not None:
+            self.limits.submit.take(peer_key(context.peer()))
         return await self.games.submit(request)
 
     @unary("ListGames")
     async def ListGames(self, request: epb.ListGamesRequest, context: Any) -> epb.ListGamesResponse:
+        self.access.operator(context, "ListGames", required=True)
         return await self.games.list_games(request)
 
     @unary("GetReplay")
@@ -110,7 +168,8 @@ class EngineService:
     async def DeleteGame(
         self, request: epb.DeleteGameRequest, context: Any
     ) -> epb.DeleteGameResponse:
-        await self.games.delete(request.game_id, request.admin_token)
+        operator = self.access.operator(context, "DeleteGame", required=True)
+        await self.games.delete(request.game_id, request.admin_token, operator=operator)
         return epb.DeleteGameResponse()
 
     @unary("ListCards")
@@ -125,6 +184,8 @@ class EngineService:
         t0 = time.perf_counter()
         code = "OK"
         try:
+            if request is UNDECODABLE:  # type: ignore[comparison-overlap]
+                raise _undecodable("WatchGame", context)
             active = lambda: not context.done()  # noqa: E731
             updates = self.games.watch(
                 request.game_id,
@@ -141,7 +202,123 @@ class EngineService:
         except Exception as e:
             if isinstance(e, grpc.aio.AbortError):
                 raise
-            code, message, trailers = _code_of(e)
-            await _fail(context, code, message, trailers)
+            err = _error_of(e)
+            code = err.code.value
+            await _fail(context, err)
         finally:
             self.metrics.observe_rpc("WatchGame", code, t0)
+
+
+def _message_class(name: str) -> Any:
+    return getattr(epb, name, None) or getattr(pb, name)
+
+
+def method_handlers(service: EngineService) -> dict[str, Any]:
+    """The Engine's handlers, with deserializers that cannot fail."""
+    handlers: dict[str, Any] = {}
+    for m in epb.DESCRIPTOR.services_by_name["Engine"].methods:
+        parse = safe_deserializer(_message_class(m.input_type.name).FromString)
+        serialize = _message_class(m.output_type.name).SerializeToString
+        make = (
+            grpc.unary_stream_rpc_method_handler
+            if m.server_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[m.name] = make(
+            getattr(service, m.name), request_deserializer=parse, response_serializer=serialize
+        )
+    return handlers
+
+
+def add_to_server(service: EngineService, server: Any) -> None:
+    """Register the Engine service (instead of the generated ``add_EngineServicer_to_server``,
+    whose deserializers turn bad bytes into UNKNOWN and a logged traceback)."""
+    handlers = method_handlers(service)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    server.add_registered_method_handlers(SERVICE, handlers)
+
+
+# ---- the other services (health, reflection) ------------------------------------------------
+
+
+async def _refuse_bytes(context: Any, method: str) -> None:
+    await _fail(context, _undecodable(method, context))
+
+
+def guard(handler: Any, method: str) -> Any:
+    """The same handler with a deserializer that cannot fail; undecodable requests are
+    answered INVALID_ARGUMENT. For asyncio behaviours (coroutines, async generators)."""
+    if handler is None or handler.request_deserializer is None:
+        return handler
+    parse = safe_deserializer(handler.request_deserializer)
+
+    async def checked(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        async for r in requests:
+            if r is UNDECODABLE:
+                await _refuse_bytes(context, method)
+            yield r
+
+    if handler.unary_unary is not None:
+        uu = handler.unary_unary
+
+        async def unary_unary(request: Any, context: Any) -> Any:
+            if request is UNDECODABLE:
+                await _refuse_bytes(context, method)
+            return await uu(request, context)
+
+        return handler._replace(request_deserializer=parse, unary_unary=unary_unary)
+    if handler.unary_stream is not None:
+        us = handler.unary_stream
+
+        async def unary_stream(request: Any, context: Any) -> AsyncIterator[Any]:
+            if request is UNDECODABLE:
+                await _refuse_bytes(context, method)
+            async for r in us(request, context):
+                yield r
+
+        return handler._replace(request_deserializer=parse, unary_stream=unary_stream)
+    if handler.stream_unary is not None:
+        su = handler.stream_unary
+
+        async def stream_unary(requests: AsyncIterator[Any], context: Any) -> Any:
+            return await su(checked(requests, context), context)
+
+        return handler._replace(request_deserializer=parse, stream_unary=stream_unary)
+    ss = handler.stream_stream
+
+    async def stream_stream(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        async for r in ss(checked(requests, context), context):
+            yield r
+
+    return handler._replace(request_deserializer=parse, stream_stream=stream_stream)
+
+
+class _GuardedGeneric(grpc.GenericRpcHandler):  # type: ignore[misc]
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._cache: dict[str, Any] = {}
+
+    def service(self, details: Any) -> Any:
+        method = details.method
+        h = self._cache.get(method)
+        if h is None:
+            h = guard(self.inner.service(details), method)
+            if h is not None:  # only methods that exist: callers choose the names
+                self._cache[method] = h
+        return h
+
+
+class GuardedServer:
+    """Stands in for the server when other services register themselves
+    (``add_HealthServicer_to_server(servicer, GuardedServer(server))``)."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+
+    def add_generic_rpc_handlers(self, handlers: tuple[Any, ...]) -> None:
+        self.server.add_generic_rpc_handlers(tuple(_GuardedGeneric(h) for h in handlers))
+
+    def add_registered_method_handlers(self, service: str, handlers: Mapping[str, Any]) -> None:
+        self.server.add_registered_method_handlers(
+            service, {name: guard(h, f"/{service}/{name}") for name, h in handlers.items()}
+        )

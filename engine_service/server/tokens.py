@@ -1,12 +1,33 @@
-"""Seat tokens: random secrets; only their SHA-256 is kept with the game (AI seats excepted,
-whose tokens the server hands to the worker that plays them). Never log or show a token."""
+"""Seat tokens and AI move credentials. Never log or show either.
+
+Seat tokens are random secrets handed out by CreateGame; only their SHA-256 is kept with the
+game. AI seats are not played with a stored token: each time an AI seat is to move, the server
+mints a short-lived credential for that one move (:class:`AiCredentials`): an HMAC, under a key
+the engines hold, of the game, the seat, the version the move is for and an expiry. It is put in
+the dispatch payload's ``token`` when the move is sent (never in the store), and it acts for its
+seat only while the game is at that version and before it expires; otherwise it reads like no
+token (a spectator's view) and cannot submit. A leaked credential thus gives at most that one
+move. Engines that share a store must share the key (``ENGINE_AI_TOKEN_KEYS``); the first key
+signs, every key listed verifies (rotation: add the new key second, then first, then drop the
+old one).
+"""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import secrets
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine_service.server.dispatch import Dispatcher, Payload
+from engine_service.server.errors import Code, ServiceError, refused
+
+AI_PREFIX = "ai1."
+MIN_KEY_CHARS = 32
 
 
 def new_token() -> str:
@@ -29,3 +50,107 @@ def seat_of(token: str, seat_digests: Sequence[str]) -> int | None:
 
 def matches(token: str, known_digest: str) -> bool:
     return hmac.compare_digest(digest(token), known_digest)
+
+
+def is_ai_credential(token: str) -> bool:
+    return token.startswith(AI_PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What a valid AI credential names."""
+
+    seat: int
+    version: int
+    expires: int  # unix seconds
+
+
+class AiCredentials:
+    """Mints and checks AI move credentials: ``ai1.<seat>.<version>.<expiry>.<mac>``."""
+
+    def __init__(
+        self, keys: Sequence[str], ttl_seconds: float, clock: Callable[[], float] = time.time
+    ) -> None:
+        if not keys:
+            raise ValueError("at least one key is needed")
+        self._keys = [k.encode() for k in keys]
+        self.ttl = ttl_seconds
+        self._clock = clock
+
+    @staticmethod
+    def generate(ttl_seconds: float = 900.0) -> AiCredentials:
+        """A key of this process only (the embedded default: one process, nothing to share)."""
+        return AiCredentials([secrets.token_urlsafe(32)], ttl_seconds)
+
+    def _mac(self, key: bytes, game_id: str, seat: int, version: int, expires: int) -> str:
+        body = f"{game_id}.{seat}.{version}.{expires}".encode()
+        mac = hmac.new(key, body, hashlib.sha256).digest()[:24]
+        return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+    def mint(self, game_id: str, seat: int, version: int) -> str:
+        expires = int(self._clock() + self.ttl)
+        mac = self._mac(self._keys[0], game_id, seat, version, expires)
+        return f"{AI_PREFIX}{seat}.{version}.{expires}.{mac}"
+
+    def grant(self, token: str, game_id: str) -> Grant:
+        """The credential's seat and version, or UNAUTHENTICATED (forged, or expired)."""
+        parts = token[len(AI_PREFIX) :].split(".")
+        try:
+            seat, version, expires = (int(p) for p in parts[:3])
+            mac = parts[3]
+        except (ValueError, IndexError):
+            raise refused(Code.UNAUTHENTICATED, "UNKNOWN_TOKEN", "malformed AI move credential") from None
+        if len(parts) != 4 or not any(
+            hmac.compare_digest(mac, self._mac(k, game_id, seat, version, expires))
+            for k in self._keys
+        ):
+            raise refused(
+                Code.UNAUTHENTICATED,
+                "UNKNOWN_TOKEN",
+                "token does not match any seat of this game",
+            )
+        if self._clock() > expires:
+            raise refused(
+                Code.UNAUTHENTICATED,
+                "AI_CREDENTIAL_EXPIRED",
+                f"this AI move credential expired (it was for version {version}); the engine "
+                "sends a new one when it dispatches the move again",
+                version=version,
+            )
+        return Grant(seat, version, expires)
+
+    def seat(self, token: str, game_id: str, version: int, *, acting: bool) -> int | None:
+        """The seat the credential acts for at ``version``; None (a spectator) for reads at
+        another version. ``acting`` (a submit naming ``version``): another version is refused."""
+        g = self.grant(token, game_id)
+        if g.version == version:
+            return g.seat
+        if acting:
+            raise ServiceError(
+                Code.UNAUTHENTICATED,
+                f"this AI move credential is for version {g.version}, not {version}",
+                reason="UNKNOWN_TOKEN",
+                metadata={"credential_version": str(g.version)},
+            )
+        return None
+
+
+class CredentialedDispatcher(Dispatcher):
+    """Puts a freshly minted credential in each payload as it is sent (payloads are stored
+    without one): the one place AI credentials leave the engine."""
+
+    def __init__(self, inner: Dispatcher, credentials: AiCredentials) -> None:
+        self.inner = inner
+        self.credentials = credentials
+        self.name = inner.name
+
+    async def dispatch(self, payload: Payload) -> None:
+        token = self.credentials.mint(payload["game_id"], payload["seat"], payload["version"])
+        await self.inner.dispatch({**payload, "token": token})
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+def without_token(payload: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in payload.items() if k != "token"}

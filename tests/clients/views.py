@@ -46,7 +46,7 @@ def view_of(
         )
         for q in range(s.n)
     )
-    meta = GameMeta(s.config.sets, s.n, s.config.seed, seats, ("",) * s.n, "", {}, 0)
+    meta = GameMeta(s.config.sets, s.n, s.config.seed, seats, ("",) * s.n, "", 0)
     return convert.game_view("g-test", 1, s, meta, seat)
 
 

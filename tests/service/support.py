@@ -139,6 +139,7 @@ def start_engine(redis_url: str = "", **env: str) -> Engine:
         "ENGINE_SHUTDOWN_GRACE_SECONDS": "5",
         "ENGINE_SHUTDOWN_DRAIN_SECONDS": "0",
         "ENGINE_AI_DISPATCH": "off",
+        "ENGINE_CALLER_SEEDS": "anyone",  # the tests replay seeded deals (docs/security.md)
         "PYTHONPATH": str(ROOT),
         "LOG_LEVEL": "INFO",
     })

@@ -121,7 +121,7 @@ def _meta(players: int) -> GameMeta:
         Seat(AI, f"bot {i}", BotConfig("heuristic", 0, 50, i, 0.3)) if i % 2 else Seat(HUMAN, f"p{i}", None)
         for i in range(players)
     )
-    return GameMeta("both", players, 1, seats, tuple("d" * 64 for _ in seats), "a" * 64, {}, 0)
+    return GameMeta("both", players, 1, seats, tuple("d" * 64 for _ in seats), "a" * 64, 0)
 
 
 def _quick(s: State, rng: random.Random) -> int:
