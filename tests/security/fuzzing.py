@@ -29,7 +29,7 @@ from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules.serialize import to_primitive
-from engine_service.server.auth import Access
+from engine_service.server.auth import SEEDS_ANYONE, Access
 from engine_service.server.dispatch import NoDispatcher
 from engine_service.server.games import Games
 from engine_service.server.limits import CallLimits
@@ -107,7 +107,9 @@ class Harness:
         games = Games(self.store, CredentialedDispatcher(NoDispatcher(), creds), metrics,
                       "127.0.0.1:0", 86400, creds)  # fmt: skip
         server = grpc.aio.server()
-        add_to_server(EngineService(games, metrics, Access(), CallLimits(max_live_games=0)), server)
+        # seeds allowed: the setup's games are the same deals on every run
+        access = Access(caller_seeds=SEEDS_ANYONE)
+        add_to_server(EngineService(games, metrics, access, CallLimits(max_live_games=0)), server)
         health_pb2_grpc.add_HealthServicer_to_server(health_aio.HealthServicer(), GuardedServer(server))
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
@@ -276,7 +278,8 @@ class Checker:
         """A few games to aim at: new, a few moves in, and finished."""
         for i in range(games):
             seats = [epb.SeatConfig(kind=pb.SeatInfo.HUMAN, name=f"p{j}") for j in range(2)]
-            resp = self.h.stub.CreateGame(epb.CreateGameRequest(sets="ss", seats=seats), timeout=10)
+            req = epb.CreateGameRequest(sets="ss", seats=seats, seed=100 + i)
+            resp = self.h.stub.CreateGame(req, timeout=10)
             self.known.learn_game(resp)
             self._play(resp, moves=[0, 12, 100_000][i % 3])
         self.expected = self.h.versions()
