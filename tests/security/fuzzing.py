@@ -150,10 +150,11 @@ class Known:
     versions: list[int] = field(default_factory=lambda: [0, 1, 2])
     actions: list[int] = field(default_factory=lambda: [0, 1])
 
-    def learn_game(self, resp: epb.CreateGameResponse) -> None:
+    def learn_game(self, resp: epb.CreateGameResponse, *, deletable: bool = True) -> None:
         self.game_ids.append(resp.game_id)
         self.tokens.extend(resp.seat_tokens)
-        self.tokens.append(resp.admin_token)
+        if deletable:  # the setup's games stay: the fuzz aims at them to the end
+            self.tokens.append(resp.admin_token)
 
     def learn_view(self, view: pb.GameView) -> None:
         self.versions.append(view.version)
@@ -280,7 +281,7 @@ class Checker:
             seats = [epb.SeatConfig(kind=pb.SeatInfo.HUMAN, name=f"p{j}") for j in range(2)]
             req = epb.CreateGameRequest(sets="ss", seats=seats, seed=100 + i)
             resp = self.h.stub.CreateGame(req, timeout=10)
-            self.known.learn_game(resp)
+            self.known.learn_game(resp, deletable=False)
             self._play(resp, moves=[0, 12, 100_000][i % 3])
         self.expected = self.h.versions()
 
