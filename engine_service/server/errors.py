@@ -64,13 +64,13 @@ REASONS: dict[str, tuple[Code, str]] = {
     "UNREADABLE_GAME": (Code.FAILED_PRECONDITION, "this engine cannot read the stored game"),
     "VERSION_MISMATCH": (Code.ABORTED, "the game is at another version (metadata: current_version)"),
     "HISTORY_DIVERGED": (Code.ABORTED, "the store lost versions: the version you saw is not the one it holds (metadata: current_version, commit_id)"),
-    "HISTORY_TRIMMED": (Code.OUT_OF_RANGE, "updates that old are no longer kept (metadata: first_version)"),
+    "HISTORY_TRIMMED": (Code.OUT_OF_RANGE, "updates that old are no longer kept, or the stream fell behind (metadata: first_version or after_version)"),
     "RATE_LIMITED": (Code.RESOURCE_EXHAUSTED, "a per-peer rate limit (metadata: limit, retry_after_ms)"),
     "LIVE_GAMES_LIMIT": (Code.RESOURCE_EXHAUSTED, "the cap on games not over is reached (metadata: limit)"),
     "STREAM_LIMIT": (Code.RESOURCE_EXHAUSTED, "a cap on concurrent watch streams (metadata: limit)"),
     "STORE_UNAVAILABLE": (Code.UNAVAILABLE, "the game store did not answer; try again"),
     "SHUTTING_DOWN": (Code.UNAVAILABLE, "the server is stopping; try again (another replica)"),
-    "DATA_LOSS": (Code.DATA_LOSS, "the store lost data this call relied on"),
+    "DATA_LOSS": (Code.DATA_LOSS, "the store lost versions the caller saw (metadata: current_version)"),
     "INTERNAL": (Code.INTERNAL, "a bug: the server logged it"),
 }
 # An error raised without a reason carries its code's name as reason (DATA_LOSS, above, is

@@ -94,7 +94,11 @@ class WatchHub:
 
     def _admit(self, peer: str) -> None:
         if self._stopping:
-            raise ServiceError(Code.UNAVAILABLE, "the server is shutting down: watch again later")
+            raise ServiceError(
+                Code.UNAVAILABLE,
+                "the server is shutting down: watch again later",
+                reason="SHUTTING_DOWN",
+            )
         if self._streams >= self.limits.per_replica:
             self.metrics.watch_refused.labels("per_replica").inc()
             raise ServiceError(
@@ -102,6 +106,8 @@ class WatchHub:
                 f"this server has {self._streams} watch streams open, its limit "
                 f"(ENGINE_WATCH_MAX_STREAMS={self.limits.per_replica}); try another replica or "
                 "later",
+                reason="STREAM_LIMIT",
+                metadata={"limit": "ENGINE_WATCH_MAX_STREAMS"},
             )
         if self._per_peer[peer] >= self.limits.per_peer:
             self.metrics.watch_refused.labels("per_peer").inc()
@@ -109,6 +115,8 @@ class WatchHub:
                 Code.RESOURCE_EXHAUSTED,
                 f"{self._per_peer[peer]} watch streams are open from your address, the limit "
                 f"per peer (ENGINE_WATCH_MAX_STREAMS_PER_PEER={self.limits.per_peer})",
+                reason="STREAM_LIMIT",
+                metadata={"limit": "ENGINE_WATCH_MAX_STREAMS_PER_PEER"},
             )
         self._streams += 1
         self._per_peer[peer] += 1
@@ -157,6 +165,8 @@ class WatchHub:
                     Code.OUT_OF_RANGE,
                     f"updates before version {backlog[0].version} are no longer kept; GetGame "
                     f"has the current state: watch from after_version={backlog[-1].version}",
+                    reason="HISTORY_TRIMMED",
+                    metadata={"first_version": str(backlog[0].version)},
                 )
             if backlog and last_id and backlog[0].parent_id != last_id:
                 raise self._lost(game_id, last, backlog[0].version - 1)
@@ -197,6 +207,8 @@ class WatchHub:
             f"version {holds}, versions after {min(seen, holds)} you received were lost (a "
             f"store rollback); read the game again (GetGame) and watch from its version",
             (("current-version", str(holds)),),
+            reason="DATA_LOSS",
+            metadata={"current_version": str(holds)},
         )
 
     # ---- feeds -------------------------------------------------------------------------
@@ -253,6 +265,8 @@ class WatchHub:
                         Code.OUT_OF_RANGE,
                         f"this stream fell more than {self.limits.queue} updates behind; watch "
                         f"again with after_version={w.last}",
+                        reason="HISTORY_TRIMMED",
+                        metadata={"after_version": str(w.last)},
                     )
                 )
             )
@@ -267,6 +281,8 @@ class WatchHub:
                 Code.OUT_OF_RANGE,
                 f"updates {feed.cursor + 1}..{ups[0].version - 1} were trimmed before they "
                 "could be sent; GetGame has the current state",
+                reason="HISTORY_TRIMMED",
+                metadata={"first_version": str(ups[0].version)},
             )
             self._end_feed(group, feed, error)
             return
@@ -341,6 +357,8 @@ class WatchHub:
                                 Code.UNAVAILABLE,
                                 "the server is shutting down: watch again with "
                                 f"after_version={w.last}",
+                                reason="SHUTTING_DOWN",
+                                metadata={"after_version": str(w.last)},
                             )
                         ),
                         force=True,

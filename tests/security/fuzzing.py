@@ -42,10 +42,11 @@ from engine_service.store import MemoryStore, Store
 SERVICE = epb.DESCRIPTOR.services_by_name["Engine"]
 METHODS = {m.name: m for m in SERVICE.methods}
 # Answers the API documents for a request it refuses (DEADLINE_EXCEEDED: a watch of a live
-# game outlives the short deadline the fuzzer gives it).
+# game outlives the short deadline the fuzzer gives it; DATA_LOSS: a watcher that claims to
+# have seen versions or a commit the store does not hold is told they were lost).
 DEFINED = {
     "OK", "INVALID_ARGUMENT", "NOT_FOUND", "UNAUTHENTICATED", "PERMISSION_DENIED",
-    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "RESOURCE_EXHAUSTED", "DATA_LOSS",
 }  # fmt: skip
 WATCH_DEADLINE = 0.15
 
@@ -105,7 +106,7 @@ class Harness:
         creds = AiCredentials.generate()
         metrics = Metrics()
         games = Games(self.store, CredentialedDispatcher(NoDispatcher(), creds), metrics,
-                      "127.0.0.1:0", 86400, creds)  # fmt: skip
+                      "127.0.0.1:0", None, creds)  # fmt: skip
         server = grpc.aio.server()
         # seeds allowed: the setup's games are the same deals on every run
         access = Access(caller_seeds=SEEDS_ANYONE)
@@ -133,8 +134,8 @@ class Harness:
         log = self.run(self.store.action_log(game_id))
         meta = GameMeta.decode(rec.meta)
         s = rules.new_game(rules.GameConfig(sets=meta.sets, players=meta.players, seed=meta.seed))
-        for entry in log:
-            rules.apply(s, int(entry.partition(b",")[2]))
+        for _seat, action in log:
+            rules.apply(s, action)
         # compared as plain data: marshal's bytes depend on object sharing, not only values
         same = to_primitive(s) == to_primitive(rules.deserialize(rec.state))
         return bool(same) and len(log) + 1 == rec.version

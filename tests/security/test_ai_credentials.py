@@ -15,6 +15,7 @@ from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.server.errors import ServiceError
 from engine_service.server.tokens import AiCredentials
+from engine_service.store.keys import game_keys
 from tests.service import support
 
 KEY, NEW_KEY = "k" * 32, "n" * 32
@@ -88,7 +89,7 @@ def test_the_store_holds_no_ai_credential_and_one_acts_once(security_redis: str)
         version = int(str(sent[-1]["version"]))
         # nothing in the store holds it, nor any raw seat token (the broker's queue, here in
         # the same Redis, carries the move's credential to the worker: that is its job)
-        for key in r.scan_iter("asc:*"):
+        for key in r.scan_iter("asc:*"):  # every key of the store (engine_service/store/keys.py)
             kind = r.type(key)
             blob = repr(r.dump(key)) if kind != b"none" else ""
             values = (
@@ -98,8 +99,9 @@ def test_the_store_holds_no_ai_credential_and_one_acts_once(security_redis: str)
             assert token not in text and token.split(".")[-1] not in text, key
             for t in game.seat_tokens:
                 assert t not in text, key
-        meta = json.loads(r.hget(f"asc:g:{{{game.game_id}}}", "meta") or b"{}")
-        assert "ai_tokens" not in meta
+        game_key = game_keys(game.game_id)[0]
+        meta = json.loads(r.hget(game_key, "meta") or b"{}")
+        assert meta["seats"] and "ai_tokens" not in meta
         # it reads the AI seat's view at its version, and plays that one move
         mine = stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=token), timeout=10)
         assert mine.seat == ai_seat and mine.version == version

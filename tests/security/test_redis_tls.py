@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from clients.sdk import Client, bot, human
+from engine_service.store.keys import game_keys
 from tests.security.pki import make_pki, redis_supports_tls, tls_redis
 from tests.service import support
 
@@ -43,7 +44,7 @@ def test_engine_and_broker_over_tls_with_an_acl_user(tmp_path: Path) -> None:
                 view = c.get_view(game.game_id, game.token(game.view.to_move))
                 c.submit(game.game_id, game.token(view.seat), view.legal_actions[0].id)
                 assert c.get_view(game.game_id).version == 2
-                assert r.exists(f"asc:g:{{{game.game_id}}}")  # written over TLS
+                assert r.exists(game_keys(game.game_id)[0])  # written over TLS
                 ai = c.create_game([bot("random", seed=1), bot("random", seed=2)], seed=5)
             deadline = time.monotonic() + 20
             sent: list[dict[str, object]] = []
