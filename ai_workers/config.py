@@ -23,6 +23,22 @@ def _int(env: Mapping[str, str], key: str, default: int) -> int:
         raise ValueError(f"{key}={raw!r} is not an integer") from None
 
 
+def _secret(env: Mapping[str, str], key: str) -> str:
+    """``key``'s value, or the content of the file ``key_FILE`` names (a mounted secret: the
+    broker URL carries the broker's password)."""
+    raw = env.get(key, "").strip()
+    path = env.get(key + "_FILE", "").strip()
+    if raw and path:
+        raise ValueError(f"set {key} or {key}_FILE, not both")
+    if path:
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError as e:
+            raise ValueError(f"{key}_FILE: cannot read {path!r}: {e.strerror}") from None
+    return raw
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
     broker_url: str
@@ -48,7 +64,7 @@ def load(env: Mapping[str, str] | None = None) -> WorkerConfig:
     soft = _int(env, "WORKER_SOFT_TIME_LIMIT", MAX_TIME_MS // 1000 + 15)
     hard = _int(env, "WORKER_TIME_LIMIT", soft + 15)
     cfg = WorkerConfig(
-        broker_url=env.get("CELERY_BROKER_URL", "").strip() or "redis://localhost:6379/0",
+        broker_url=_secret(env, "CELERY_BROKER_URL") or "redis://localhost:6379/0",
         engine_address=env.get("ENGINE_ADDRESS", "").strip() or "localhost:50051",
         metrics_port=_int(env, "WORKER_METRICS_PORT", 9101),
         concurrency=_int(env, "WORKER_CONCURRENCY", os.cpu_count() or 1),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from engine_service.server import tokens
 from engine_service.server.auth import (
     MIN_KEY_CHARS,
     SEEDS_ANYONE,
@@ -188,7 +189,7 @@ OPTIONS: tuple[Option, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    redis_url: str = ""
+    redis_url: str = field(default="", repr=False)  # may hold a password
     redis_mode: str = "standalone"
     redis_wait_replicas: int = 0
     redis_wait_timeout_ms: int = 1000
@@ -197,7 +198,7 @@ class Settings:
     host: str = "0.0.0.0"
     grpc_port: int = 50051
     metrics_port: int = 9100
-    celery_broker_url: str = ""
+    celery_broker_url: str = field(default="", repr=False)
     ai_dispatch: str = "auto"
     advertise_address: str = ""
     game_ttl_seconds: int = 86400
@@ -355,12 +356,12 @@ class Settings:
             problems.append("REDIS_TLS_* files need a rediss:// REDIS_URL")
         if (self.redis_password or self.redis_username) and not self.redis_url:
             problems.append("REDIS_USERNAME/REDIS_PASSWORD need REDIS_URL")
-        for name, keys in (
-            ("ENGINE_OPERATOR_KEYS", parse_keys(self.operator_keys)),
-            ("ENGINE_AI_TOKEN_KEYS", parse_keys(self.ai_token_keys)),
+        for name, keys, least in (
+            ("ENGINE_OPERATOR_KEYS", parse_keys(self.operator_keys), MIN_KEY_CHARS),
+            ("ENGINE_AI_TOKEN_KEYS", parse_keys(self.ai_token_keys), tokens.MIN_KEY_CHARS),
         ):
-            if any(len(k) < MIN_KEY_CHARS for k in keys):
-                problems.append(f"{name}: every key needs at least {MIN_KEY_CHARS} characters")
+            if any(len(k) < least for k in keys):
+                problems.append(f"{name}: every key needs at least {least} characters")
         if self.caller_seeds not in (SEEDS_OPERATOR, SEEDS_ANYONE):
             problems.append("ENGINE_CALLER_SEEDS must be operator or anyone")
         for name, value in (

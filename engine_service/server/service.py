@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -247,7 +248,8 @@ async def _refuse_bytes(context: Any, method: str) -> None:
 
 def guard(handler: Any, method: str) -> Any:
     """The same handler with a deserializer that cannot fail; undecodable requests are
-    answered INVALID_ARGUMENT. For asyncio behaviours (coroutines, async generators)."""
+    answered INVALID_ARGUMENT. For asyncio behaviours; a streaming one keeps its shape (an
+    async generator, or a coroutine that writes with ``context.write``)."""
     if handler is None or handler.request_deserializer is None:
         return handler
     parse = safe_deserializer(handler.request_deserializer)
@@ -269,6 +271,14 @@ def guard(handler: Any, method: str) -> Any:
         return handler._replace(request_deserializer=parse, unary_unary=unary_unary)
     if handler.unary_stream is not None:
         us = handler.unary_stream
+        if not inspect.isasyncgenfunction(us):  # writes with context.write (grpc's Health)
+
+            async def unary_stream_writer(request: Any, context: Any) -> Any:
+                if request is UNDECODABLE:
+                    await _refuse_bytes(context, method)
+                return await us(request, context)
+
+            return handler._replace(request_deserializer=parse, unary_stream=unary_stream_writer)
 
         async def unary_stream(request: Any, context: Any) -> AsyncIterator[Any]:
             if request is UNDECODABLE:
@@ -285,6 +295,12 @@ def guard(handler: Any, method: str) -> Any:
 
         return handler._replace(request_deserializer=parse, stream_unary=stream_unary)
     ss = handler.stream_stream
+    if not inspect.isasyncgenfunction(ss):
+
+        async def stream_stream_writer(requests: AsyncIterator[Any], context: Any) -> Any:
+            return await ss(checked(requests, context), context)
+
+        return handler._replace(request_deserializer=parse, stream_stream=stream_stream_writer)
 
     async def stream_stream(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
         async for r in ss(checked(requests, context), context):

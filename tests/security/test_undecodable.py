@@ -88,3 +88,21 @@ def test_a_flood_of_bad_requests_logs_a_few_lines(engine: support.Engine) -> Non
     assert lines <= 10, lines
     # and the server still serves
     assert engine.stub().ListCards(epb.ListCardsRequest(), timeout=10).catalog_fingerprint
+
+
+def test_guarded_health_and_reflection_still_answer_good_requests(engine: support.Engine) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    with engine.new_channel() as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        assert health.Check(health_pb2.HealthCheckRequest(), timeout=10).status == 1  # SERVING
+        stream = health.Watch(health_pb2.HealthCheckRequest(), timeout=10)
+        assert next(stream).status == 1
+        stream.cancel()
+        refl = reflection_pb2_grpc.ServerReflectionStub(ch)
+        ask = reflection_pb2.ServerReflectionRequest(list_services="")
+        answer = next(refl.ServerReflectionInfo(iter([ask]), timeout=10))
+        names = {s.name for s in answer.list_services_response.service}
+        assert "ascension.v1.Engine" in names and "grpc.health.v1.Health" in names
+    assert "Traceback" not in engine.log()
