@@ -66,14 +66,15 @@ def _mark_dead_children() -> None:
     from celery import signals
     from prometheus_client import multiprocess
 
-    @signals.worker_process_shutdown.connect  # type: ignore[untyped-decorator]
+    @signals.worker_process_shutdown.connect(weak=False)  # type: ignore[untyped-decorator]
     def _dead(pid: int | None = None, **_: Any) -> None:
         multiprocess.mark_process_dead(pid or os.getpid())  # type: ignore[no-untyped-call]
 
 
 def _setup_telemetry(cfg: config.WorkerConfig) -> None:
     """LOG_FORMAT=json or tracing: our log format instead of Celery's; tracing is set up in
-    each pool process as it starts (a tracer provider does not survive a fork)."""
+    each pool process as it starts (a tracer provider does not survive a fork). The
+    receivers are local functions: connected with weak=False, or they would be collected."""
     from celery import signals
 
     from engine_service import telemetry
@@ -81,16 +82,16 @@ def _setup_telemetry(cfg: config.WorkerConfig) -> None:
     if telemetry.log_format() == "text" and telemetry.tracing_mode() == "off":
         return
 
-    @signals.setup_logging.connect  # type: ignore[untyped-decorator]
+    @signals.setup_logging.connect(weak=False)  # type: ignore[untyped-decorator]
     def _logging(**_: Any) -> None:
         telemetry.configure_logging(cfg.log_level)
 
-    @signals.worker_process_init.connect  # type: ignore[untyped-decorator]
+    @signals.worker_process_init.connect(weak=False)  # type: ignore[untyped-decorator]
     def _tracing(**_: Any) -> None:
         if telemetry.configure_tracing("ascension-worker"):
             telemetry.instrument_worker()
 
-    @signals.worker_process_shutdown.connect  # type: ignore[untyped-decorator]
+    @signals.worker_process_shutdown.connect(weak=False)  # type: ignore[untyped-decorator]
     def _flush(**_: Any) -> None:
         telemetry.shutdown_tracing()
 

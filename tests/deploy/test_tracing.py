@@ -156,3 +156,70 @@ def test_engine_logs_json_when_asked() -> None:
     assert lines, engine.log()
     parsed = [json.loads(line) for line in lines]
     assert all({"time", "level", "logger", "message"} <= set(p) for p in parsed)
+
+
+def test_real_processes_share_the_trace_of_an_ai_move(tmp_path: Path) -> None:
+    """`ascension-engine serve` and `ascension-worker run` (prefork pool) with
+    ASCENSION_TRACING=console and LOG_FORMAT=json: the worker's log line of the move carries
+    a trace id that the engine's spans carry too (the context crossed Celery and gRPC)."""
+    import os
+    import re
+    import signal
+    import time
+
+    from engine_service.api.ascension.v1 import engine_pb2 as epb
+    from engine_service.api.ascension.v1 import game_pb2 as pb
+
+    traced = {"ASCENSION_TRACING": "console", "LOG_FORMAT": "json"}
+    with support.redis_server() as url:
+        engine = support.start_engine(
+            url, ENGINE_AI_DISPATCH="celery", CELERY_BROKER_URL=url, **traced
+        )
+        log = tmp_path / "worker.log"
+        env = {
+            **os.environ,
+            **traced,
+            "CELERY_BROKER_URL": url,
+            "WORKER_METRICS_PORT": "0",
+            "WORKER_CONCURRENCY": "1",
+            "TMPDIR": str(tmp_path),
+        }
+        with log.open("wb") as out:
+            worker = subprocess.Popen(
+                [str(Path(sys.executable).with_name("ascension-worker")), "run"],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=support.ROOT,
+            )
+        try:
+            stub = engine.stub()
+            bot = epb.BotSettings(name="random", seed=1)
+            seats = [epb.SeatConfig(kind=pb.SeatInfo.AI, name=f"ai-{i}", bot=bot) for i in range(2)]
+            game = stub.CreateGame(epb.CreateGameRequest(sets="ss", seats=seats), timeout=10)
+            deadline = time.monotonic() + 90
+            played: list[dict[str, Any]] = []
+            while not played:
+                assert time.monotonic() < deadline, log.read_text(errors="replace")[-3000:]
+                time.sleep(0.5)
+                for line in log.read_text(errors="replace").splitlines():
+                    if line.startswith("{") and '"ascension.worker.runner"' in line:
+                        entry = json.loads(line)
+                        if game.game_id in entry["message"] and "chose action" in entry["message"]:
+                            played.append(entry)
+            stub.DeleteGame(
+                epb.DeleteGameRequest(game_id=game.game_id, admin_token=game.admin_token),
+                timeout=10,
+            )
+        finally:
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGTERM)
+                worker.wait(30)
+            engine.stop()
+    trace_id = played[0]["trace_id"]
+    assert re.fullmatch(r"[0-9a-f]{32}", trace_id)
+    # The engine's console exporter printed its spans of that trace (CreateGame, the publish).
+    assert f'"trace_id": "0x{trace_id}"' in engine.log(), engine.log()[-3000:]
+    worker_log = log.read_text(errors="replace")
+    assert f'"trace_id": "0x{trace_id}"' in worker_log, "the pool process exported its spans"
