@@ -113,7 +113,8 @@ def _worker_env() -> tuple[frozenset[str], dict[str, str]]:
         "WORKER_MAX_RETRIES": str(cfg.max_retries),
     }
     machine_dependent = {"WORKER_CONCURRENCY"}  # the number of CPUs
-    assert set(defaults) | machine_dependent == env.asked, (
+    unset_by_default = {"CELERY_BROKER_URL_FILE"}  # a file holding the broker URL
+    assert set(defaults) | machine_dependent | unset_by_default == env.asked, (
         f"ai_workers.config reads {sorted(env.asked)}; update _worker_env's defaults"
     )
     return frozenset(env.asked), defaults
