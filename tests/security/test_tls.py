@@ -111,3 +111,16 @@ def test_terminal_client_lists_games_over_mtls(mtls_engine: support.Engine, pki:
     refused = subprocess.run([*args, "--tls-ca-file", str(pki.ca)], capture_output=True,
                              text=True, timeout=60)  # fmt: skip
     assert refused.returncode == 1 and "UNAVAILABLE" in refused.stdout, refused.stdout
+
+
+def test_async_client_over_mtls(mtls_engine: support.Engine, pki: Pki) -> None:
+    import asyncio
+
+    from clients.sdk import AsyncClient
+
+    async def run() -> str:
+        mine = TLS(str(pki.ca), str(pki.client_cert), str(pki.client_key))
+        async with AsyncClient(mtls_engine.address, timeout=10.0, tls=mine) as c:
+            return (await c.catalog()).fingerprint
+
+    assert asyncio.run(run())
