@@ -6,8 +6,9 @@
     ascension watch GAME --address HOST:PORT
     ascension bots --games 20 --bots ismcts,heuristic
     ascension games --address HOST:PORT
+    ascension web                       # the same in a browser (and a spectator's list of games)
 
-Without ``--address`` (or ``ASCENSION_ADDRESS``), ``play`` and ``bots`` start
+Without ``--address`` (or ``ASCENSION_ADDRESS``), ``play``, ``bots`` and ``web`` start
 ``ascension-engine serve`` with its embedded defaults (no Redis, no Celery) and stop it on exit.
 """
 
@@ -38,7 +39,8 @@ examples:
   ascension play --players 3 --bot ismcts,heuristic --sets both
   ascension watch GAME --address HOST:PORT      # spectate
   ascension bots --games 20 --bots ismcts,heuristic
-Without --address (or ASCENSION_ADDRESS), play and bots start `ascension-engine serve` with
+  ascension web                                 # play and watch in a browser
+Without --address (or ASCENSION_ADDRESS), play, bots and web start `ascension-engine serve` with
 its embedded defaults (no Redis, no Celery) and stop it on exit. Guide: docs/clients.md"""
 
 DEFAULT_BOT = "ismcts"
@@ -160,6 +162,27 @@ def build_parser() -> argparse.ArgumentParser:
         "seconds without a move",
     )  # fmt: skip
     _connection_flags(bots)
+
+    web = sub.add_parser("web", help="play and watch games in a browser")
+    web.add_argument("--address", default=_address_default(), help=addr_help)
+    web.add_argument("--host", default="127.0.0.1", help="address to serve the page on")
+    web.add_argument("--port", type=int, default=8080, help="port of the page (0: a free one)")
+    web.add_argument("--no-browser", action="store_true", help="only print the page's URL")
+    web.add_argument("--sets", choices=SETS, default="ss", help="ss, cotgi or both (default ss)")
+    web.add_argument("--players", type=int, default=2, help="seats in a new game (default 2)")
+    web.add_argument(
+        "--bot", type=_bots, default=[DEFAULT_BOT],
+        help="bot(s) for the other seats, comma-separated, used in turn (default ismcts)",
+    )  # fmt: skip
+    web.add_argument(
+        "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
+    )
+    web.add_argument("--seed", type=int, default=None, help="game seed (reproducible deal)")
+    web.add_argument("--name", default="You", help="your display name")
+    web.add_argument(
+        "--ai-processes", type=int, default=2,
+        help="AI worker processes of the private engine (default 2: your game and one to watch)",
+    )  # fmt: skip
 
     games = sub.add_parser("games", help="list the games on an engine")
     games.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
@@ -309,6 +332,32 @@ def cmd_games(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_web(args: argparse.Namespace, console: Console) -> int:
+    from clients.web import serve
+
+    if not 2 <= args.players <= 6:
+        console.print("[red]--players must be 2..4 (2..6 with Curse of the Golden Isles).[/]")
+        return 2
+    try:
+        sock = serve.bind(args.host, args.port)
+    except OSError as e:
+        console.print(f"[red]Cannot serve on {args.host}:{args.port}:[/] {e.strerror or e}")
+        return 1
+    with sock, engine_address(console, args.address, ai_processes=args.ai_processes) as started:
+        address = started[0]
+        config = serve.PageConfig(
+            sets=args.sets, players=args.players, bots=list(args.bot), budget_ms=args.budget_ms,
+            seed=args.seed, name=args.name, engine=address,
+        )  # fmt: skip
+        url = serve.url_of(sock, args.host)
+        console.print(f"Ascension in your browser: [bold]{url}[/]  (engine at {address})")
+        console.print("[dim]Ctrl-C stops it.[/]", highlight=False)
+        if not args.no_browser:
+            serve.open_browser(url)
+        serve.run(sock, address, config)
+    return 0
+
+
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -320,7 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # is stopped by the `finally` that started it.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
-    commands = {"play": cmd_play, "watch": cmd_watch, "bots": cmd_bots, "games": cmd_games}
+    commands = {
+        "play": cmd_play, "watch": cmd_watch, "bots": cmd_bots, "games": cmd_games, "web": cmd_web,
+    }  # fmt: skip
     try:
         return commands[args.command](args, console)
     except KeyboardInterrupt:

@@ -1,0 +1,164 @@
+"""One origin for the browser: the built page, its settings, and the Engine API (Connect/gRPC-Web).
+
+    /                              the page (clients/web/static, built from clients/web/app)
+    /config.json                   the play options `ascension web` was started with
+    /ascension.v1.Engine/<Method>  the Engine API, forwarded to the engine (gateway.py)
+
+Served by uvicorn on a socket bound before the server starts, so that the URL (with the real
+port when 0 was asked for) is known and printed before anything else happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+import webbrowser
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from clients.sdk._grpc import aio
+from clients.web.gateway import PREFIX, EngineGateway
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class PageConfig:
+    """What the page offers in its "new game" form (the play options on the command line)."""
+
+    sets: str = "ss"
+    players: int = 2
+    bots: list[str] = field(default_factory=lambda: ["ismcts"])
+    budget_ms: int = 300
+    seed: int | None = None
+    name: str = "You"
+    engine: str = ""  # the engine's address, for the page's "about" line
+
+    def json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+
+class WebApp:
+    """Routes a request to the gateway, the settings or the static files (ASGI)."""
+
+    def __init__(self, channel: Any, config: PageConfig, static_dir: Path = STATIC_DIR) -> None:
+        if not (static_dir / "index.html").is_file():
+            raise FileNotFoundError(
+                f"{static_dir}/index.html is missing: build the page with "
+                "`python -m clients.web.build` (needs Node.js) or reinstall the package"
+            )
+        self.gateway = EngineGateway(channel)
+        body = config.json()
+
+        async def page_config(request: Request) -> Response:
+            return Response(
+                body, media_type="application/json", headers={"cache-control": "no-store"}
+            )
+
+        self.site = Starlette(
+            routes=[
+                Route("/config.json", page_config),
+                Mount("/", app=StaticFiles(directory=static_dir, html=True)),
+            ]
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] == "http" and path.startswith(PREFIX):
+            await self.gateway(scope, receive, send)
+            return
+
+        async def send_with_headers(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *PAGE_HEADERS]
+            await send(message)
+
+        await self.site(scope, receive, send_with_headers)
+
+
+# The page loads only its own files and talks only to its own origin.
+PAGE_HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; "
+     b"frame-ancestors 'none'; form-action 'self'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]  # fmt: skip
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket (port 0: a free port), bound before the server starts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def url_of(sock: socket.socket, host: str) -> str:
+    port = sock.getsockname()[1]
+    shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, host)
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/"
+
+
+async def serve(
+    sock: socket.socket,
+    engine_address: str,
+    config: PageConfig,
+    *,
+    access_log: bool = False,
+) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM end it gracefully)."""
+    # Long WatchGame streams should not hold up an exit: the browser reconnects and resumes.
+    async with aio.insecure_channel(engine_address) as channel:
+        app = WebApp(channel, config)
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                log_level="warning",
+                access_log=access_log,
+                lifespan="off",
+                timeout_graceful_shutdown=2,
+            )
+        )
+        await server.serve(sockets=[sock])
+
+
+def run(sock: socket.socket, engine_address: str, config: PageConfig) -> None:
+    asyncio.run(serve(sock, engine_address, config))
+
+
+def open_browser(url: str) -> bool:
+    """Open the page in a desktop browser, if there is one; never a text browser in this terminal."""
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        return False  # no desktop: webbrowser would pick lynx/w3m, which takes over the terminal
+    try:
+        browser = webbrowser.get()
+    except webbrowser.Error:
+        return False
+    # A browser's launcher may wait for the window: never hold up the server for it.
+    threading.Thread(target=browser.open, args=(url,), daemon=True).start()
+    return True
