@@ -1,0 +1,351 @@
+// One game on screen, as a seat (with its token) or as a spectator (no token).
+//
+// The board comes from GetGame/SubmitAction views; what happened comes from WatchGame. Updates
+// of other seats are shown one at a time, `pace` milliseconds apart, each announced in words,
+// and your actions are offered only once every update before your move has been shown.
+import { Code, errorText, isCode, type EngineClient } from "./api";
+import * as board from "./board";
+import { loadCatalog, type Catalog } from "./catalog";
+import { h, replaceKeepingFocus, sleep } from "./dom";
+import type { GameUpdate, GameView, LegalAction } from "./gen/ascension/v1/game_pb";
+import { entryOf, type Entry } from "./log";
+import { seatName } from "./names";
+
+export const PACES: [string, number][] = [
+  ["Slow", 1600],
+  ["Normal", 800],
+  ["Fast", 250],
+  ["Instant", 0],
+];
+
+export interface GameOptions {
+  pace: number;
+  setPace: (ms: number) => void;
+  about: string;
+}
+
+export class GameScreen {
+  private view!: GameView;
+  private catalog!: Catalog;
+  private me = -1;
+  private readonly queue: GameUpdate[] = [];
+  private readonly logged = new Set<bigint>();
+  private shownVersion = 0n; // the newest update announced (or applied by us)
+  private pumping = false;
+  private busy = false;
+  private stopped = false;
+  private readonly abort = new AbortController();
+
+  private readonly el = {
+    header: h("div", { class: "game-top" }),
+    status: h("p", { class: "status", role: "status", "aria-live": "polite", tabindex: "-1" }),
+    ring: h("div", { class: "ring-area" }),
+    mine: h("div", { class: "mine-area" }),
+    actions: h("section", { class: "actions", "aria-labelledby": "actions-title" }),
+    others: h("section", { class: "others-area", "aria-labelledby": "others-title" }),
+    log: h("ol", { class: "log", role: "log", "aria-live": "polite", "aria-label": "What happened" }),
+    end: h("div", { class: "end-area" }),
+  };
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly client: EngineClient,
+    private readonly gameId: string,
+    private readonly token: string,
+    private readonly opts: GameOptions,
+  ) {}
+
+  async start(): Promise<void> {
+    this.root.replaceChildren(this.skeleton());
+    this.say("Loading the game…");
+    this.view = await this.client.getGame({ gameId: this.gameId, token: this.token });
+    this.me = this.view.seat;
+    this.shownVersion = this.view.version;
+    this.catalog = await loadCatalog(this.client, this.view.catalogFingerprint);
+    document.title = `${this.me >= 0 ? "Playing" : "Watching"} ${this.gameId} · Ascension`;
+    this.render();
+    this.prompt();
+    document.addEventListener("keydown", this.onKey);
+    void this.watch();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort.abort();
+    document.removeEventListener("keydown", this.onKey);
+  }
+
+  // -- layout ---------------------------------------------------------------------------
+
+  private skeleton(): HTMLElement {
+    const pace = h(
+      "select",
+      {
+        id: "pace",
+        onchange: (ev: Event) => this.opts.setPace(Number((ev.target as HTMLSelectElement).value)),
+      },
+      PACES.map(([label, ms]) => h("option", { value: ms, selected: ms === this.opts.pace }, label)),
+    );
+    return h(
+      "div",
+      { class: "game" },
+      h(
+        "nav",
+        { class: "game-nav", "aria-label": "Game" },
+        h("a", { href: "#/" }, "← Lobby"),
+        h("label", { for: "pace" }, "Others' moves: "),
+        pace,
+        h("span", { class: "about" }, this.opts.about),
+      ),
+      this.el.header,
+      this.el.status,
+      h(
+        "div",
+        { class: "layout" },
+        h("div", { class: "main-col" }, this.el.ring, this.el.end, this.el.mine),
+        h(
+          "div",
+          { class: "side-col" },
+          this.el.actions,
+          this.el.others,
+          h(
+            "section",
+            { class: "log-area", "aria-labelledby": "log-title" },
+            h("h2", { id: "log-title" }, "What happened"),
+            this.el.log,
+          ),
+        ),
+      ),
+    );
+  }
+
+  private canAct(): boolean {
+    return (
+      this.me >= 0 &&
+      !this.busy &&
+      !this.pumping &&
+      this.queue.length === 0 &&
+      !this.view.over &&
+      this.view.toMove === this.me &&
+      this.view.legalActions.length > 0
+    );
+  }
+
+  private render(): void {
+    const hadFocus = this.root.contains(document.activeElement) && document.activeElement !== document.body;
+    const t: board.Table = {
+      view: this.view,
+      catalog: this.catalog,
+      me: this.me,
+      enabled: this.canAct(),
+      act: (a) => void this.submit(a),
+    };
+    replaceKeepingFocus(this.el.header, board.header(t), board.decisionLine(t));
+    replaceKeepingFocus(this.el.ring, board.ring(t));
+    replaceKeepingFocus(this.el.mine, board.mySeat(t));
+    replaceKeepingFocus(this.el.others, h("h2", { id: "others-title" }, this.me >= 0 ? "Opponents" : "Players"), board.otherSeats(t));
+    replaceKeepingFocus(this.el.end, this.view.over ? board.scores(t) : null);
+    const plays = t.enabled ? this.plays() : [];
+    const playAll =
+      plays.length > 1
+        ? h("button", { type: "button", class: "act play-all", "data-key": "play-all", "aria-keyshortcuts": "A", onclick: () => void this.playAll() }, h("kbd", { "aria-hidden": "true" }, "A"), "Play all your cards")
+        : null;
+    this.el.actions.hidden = this.me < 0;
+    replaceKeepingFocus(
+      this.el.actions,
+      h("h2", { id: "actions-title" }, this.view.over ? "Game over" : t.enabled ? "Your move" : "Your actions"),
+      t.enabled ? board.actionList(t, playAll) : h("p", { class: "waiting" }, this.waitingWords()),
+    );
+    if (hadFocus && (!this.root.contains(document.activeElement) || document.activeElement === document.body)) {
+      const first = this.el.actions.querySelector<HTMLElement>("button.act");
+      (first ?? this.el.status).focus();
+    }
+  }
+
+  private waitingWords(): string {
+    if (this.view.over) return "The game is over.";
+    if (this.busy) return "Sending your move…";
+    if (this.view.toMove === this.me) return "Catching up with the table…";
+    return `${seatName(this.view, this.view.toMove, this.me)} to move…`;
+  }
+
+  private say(text: string, seat = -2): void {
+    this.el.status.textContent = text;
+    this.el.status.className = `status${seat >= -1 ? ` seat-${seat}` : ""}`;
+  }
+
+  private prompt(): void {
+    if (this.view.over) {
+      const w = this.view.winner;
+      this.say(w < 0 ? "The game is over." : w === this.me ? "The game is over: you win!" : `The game is over: ${seatName(this.view, w, this.me)} wins.`);
+    } else if (this.canAct()) {
+      const d = this.view.board?.decision;
+      this.say(d ? `Your choice: ${d.kind.replace(/_/g, " ")}. Pick one of your actions.` : "Your move: pick an action (keys 1–9, A plays all).");
+    } else if (!this.pumping && this.queue.length === 0) {
+      this.say(`${seatName(this.view, this.view.toMove, this.me)} is thinking…`, this.view.toMove);
+    }
+  }
+
+  // -- the log --------------------------------------------------------------------------
+
+  private record(u: GameUpdate): void {
+    if (this.logged.has(u.version)) return;
+    this.logged.add(u.version);
+    const e: Entry = entryOf(u, this.view, this.me);
+    const items: HTMLElement[] = [];
+    if (e.turnStart && !u.over) items.push(h("li", { class: "turn-start" }, e.turnStart));
+    items.unshift(
+      h(
+        "li",
+        { class: `entry seat-${e.seat}`, "data-version": String(u.version) },
+        e.lines.join(" · "),
+      ),
+    );
+    // The log is in version order even if an update arrives late (our own move's reply first).
+    const after = [...this.el.log.querySelectorAll<HTMLElement>("li.entry")].find((li) => BigInt(li.dataset.version ?? "0") > u.version);
+    for (const item of items) this.el.log.insertBefore(item, after ?? null);
+    this.el.log.scrollTop = this.el.log.scrollHeight;
+  }
+
+  // -- updates from WatchGame -----------------------------------------------------------
+
+  private async watch(): Promise<void> {
+    let after = 0n;
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        for await (const u of this.client.watchGame({ gameId: this.gameId, afterVersion: after }, { signal: this.abort.signal })) {
+          after = u.version;
+          failures = 0;
+          this.queue.push(u);
+          void this.pump();
+        }
+        if (this.view.over || after > 0n && this.queue.some((u) => u.over)) return;
+      } catch (e) {
+        if (this.stopped) return;
+        if (isCode(e, Code.OutOfRange)) after = this.view.version; // history gone: from now on
+        if (isCode(e, Code.NotFound)) {
+          this.say(`This game is gone: ${errorText(e)}`);
+          return;
+        }
+        failures += 1;
+        this.say(`Connection to the engine lost (${errorText(e)}); trying again…`);
+      }
+      if (this.view.over) return;
+      await sleep(Math.min(250 * 2 ** failures, 5000));
+    }
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.queue.length && !this.stopped) {
+        const u = this.queue.shift()!;
+        this.record(u);
+        if (u.version <= this.shownVersion) continue; // history, or our own move already shown
+        this.shownVersion = u.version;
+        const theirs = u.seat !== this.me;
+        if (theirs) {
+          const e = entryOf(u, this.view, this.me);
+          this.say(e.lines.join(" · "), u.seat);
+        }
+        if (this.view.version < u.version) await this.refresh();
+        this.render();
+        if (theirs && u.seat >= 0 && this.opts.pace > 0 && !u.over) await sleep(this.opts.pace);
+      }
+    } finally {
+      this.pumping = false;
+    }
+    this.render();
+    this.prompt();
+  }
+
+  private async refresh(): Promise<void> {
+    try {
+      this.view = await this.client.getGame({ gameId: this.gameId, token: this.token });
+    } catch (e) {
+      this.say(`Could not load the game: ${errorText(e)}`);
+    }
+  }
+
+  // -- your moves -----------------------------------------------------------------------
+
+  private plays(): LegalAction[] {
+    return this.view.legalActions.filter((a) => a.kind === "play");
+  }
+
+  private async submit(a: LegalAction): Promise<void> {
+    if (!this.canAct() || !this.view.legalActions.some((x) => x.id === a.id)) return;
+    this.busy = true;
+    this.render();
+    let ok = false;
+    try {
+      ok = await this.send(a);
+    } finally {
+      this.busy = false;
+    }
+    this.after(ok);
+  }
+
+  /** Every card in hand, one play after another (stopping at any choice to make). */
+  private async playAll(): Promise<void> {
+    if (!this.canAct()) return;
+    this.busy = true;
+    this.render();
+    let ok = true;
+    try {
+      for (let i = 0; i < 40 && ok; i++) {
+        const play = this.plays()[0];
+        if (!play || this.view.over || this.view.toMove !== this.me || this.view.board?.decision) break;
+        ok = await this.send(play);
+      }
+    } finally {
+      this.busy = false;
+    }
+    this.after(ok);
+  }
+
+  private async send(a: LegalAction): Promise<boolean> {
+    try {
+      const r = await this.client.submitAction({
+        gameId: this.gameId,
+        token: this.token,
+        expectedVersion: this.view.version,
+        action: a.id,
+      });
+      if (r.update) {
+        this.record(r.update);
+        if (r.update.version > this.shownVersion) this.shownVersion = r.update.version;
+      }
+      if (r.view) this.view = r.view;
+      return true;
+    } catch (e) {
+      this.say(`Not done: ${errorText(e)}`);
+      if (isCode(e, Code.FailedPrecondition, Code.Aborted)) await this.refresh();
+      return false;
+    }
+  }
+
+  private after(ok: boolean): void {
+    this.render();
+    if (ok) this.prompt();
+    void this.pump();
+  }
+
+  private readonly onKey = (ev: KeyboardEvent): void => {
+    const t = ev.target as HTMLElement | null;
+    if (ev.altKey || ev.ctrlKey || ev.metaKey || (t && /^(INPUT|SELECT|TEXTAREA)$/.test(t.tagName))) return;
+    if (!this.canAct()) return;
+    if (/^[1-9]$/.test(ev.key)) {
+      const a = this.view.legalActions[Number(ev.key) - 1];
+      if (a) {
+        ev.preventDefault();
+        void this.submit(a);
+      }
+    } else if (ev.key === "a" || ev.key === "A") {
+      ev.preventDefault();
+      void this.playAll();
+    }
+  };
+}

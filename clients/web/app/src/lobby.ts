@@ -1,0 +1,204 @@
+// The lobby: start a game against the bots, start a bots-only game to watch, and the list of
+// games on the engine (a spectator picks one to watch; your own games can be resumed).
+import { errorText, type EngineClient } from "./api";
+import { h, replaceKeepingFocus } from "./dom";
+import { SeatInfo_Kind } from "./gen/ascension/v1/game_pb";
+import type { SeatConfig } from "./gen/ascension/v1/engine_pb";
+import { SET_NAMES } from "./names";
+
+export interface PageConfig {
+  sets: string;
+  players: number;
+  bots: string[];
+  budget_ms: number;
+  seed: number | null;
+  name: string;
+  engine: string;
+}
+
+export const DEFAULT_CONFIG: PageConfig = {
+  sets: "ss",
+  players: 2,
+  bots: ["ismcts"],
+  budget_ms: 300,
+  seed: null,
+  name: "You",
+  engine: "",
+};
+
+const KNOWN_BOTS = ["ismcts", "heuristic", "random"];
+const LIST_EVERY_MS = 3000;
+
+export const tokens = {
+  get(gameId: string): string | null {
+    return sessionStorage.getItem(`ascension.token.${gameId}`);
+  },
+  set(gameId: string, token: string): void {
+    sessionStorage.setItem(`ascension.token.${gameId}`, token);
+  },
+};
+
+function botSeats(bots: string[], count: number, budgetMs: number, seed: number | null, first: number): SeatConfig[] {
+  const seats: SeatConfig[] = [];
+  for (let i = 0; i < count; i++) {
+    const name = bots[i % bots.length];
+    const botSeed = seed === null ? BigInt(Math.floor(Math.random() * 2 ** 40)) : BigInt(seed) * 8n + BigInt(first + i);
+    seats.push({
+      $typeName: "ascension.v1.SeatConfig",
+      kind: SeatInfo_Kind.AI,
+      name: "",
+      bot: { $typeName: "ascension.v1.BotSettings", name, iterations: 0, timeMs: budgetMs, seed: botSeed, exploration: 0 },
+    });
+  }
+  return seats;
+}
+
+export class Lobby {
+  private timer: number | undefined;
+  private readonly list = h("div", { class: "games-list" });
+  private readonly message = h("p", { class: "message", role: "alert" });
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly client: EngineClient,
+    private readonly config: PageConfig,
+  ) {}
+
+  start(): void {
+    document.title = "Ascension · Lobby";
+    this.root.replaceChildren(this.page());
+    void this.refresh();
+    this.timer = window.setInterval(() => void this.refresh(), LIST_EVERY_MS);
+    this.root.querySelector<HTMLElement>("#start")?.focus();
+  }
+
+  stop(): void {
+    window.clearInterval(this.timer);
+  }
+
+  private field(id: string, label: string, input: HTMLElement, hint = ""): HTMLElement {
+    return h("div", { class: "field" }, h("label", { for: id }, label), input, hint ? h("small", { id: `${id}-hint` }, hint) : null);
+  }
+
+  private page(): HTMLElement {
+    const c = this.config;
+    const sets = h(
+      "select",
+      { id: "sets", name: "sets" },
+      Object.entries(SET_NAMES).map(([k, v]) => h("option", { value: k, selected: k === c.sets }, v)),
+    );
+    const players = h("input", { id: "players", name: "players", type: "number", min: 2, max: 6, value: c.players, required: true });
+    const bots = h("input", { id: "bots", name: "bots", list: "bot-names", value: c.bots.join(","), required: true, "aria-describedby": "bots-hint" });
+    const budget = h("input", { id: "budget", name: "budget", type: "number", min: 0, max: 60000, step: 1, value: c.budget_ms, "aria-describedby": "budget-hint" });
+    const seed = h("input", { id: "seed", name: "seed", type: "number", min: 0, value: c.seed ?? "", placeholder: "random", "aria-describedby": "seed-hint" });
+    const name = h("input", { id: "name", name: "name", maxlength: 64, value: c.name });
+    const form = h(
+      "form",
+      {
+        class: "new-game",
+        "aria-labelledby": "new-title",
+        onsubmit: (ev: Event) => {
+          ev.preventDefault();
+          void this.create(false);
+        },
+      },
+      h("h2", { id: "new-title" }, "Play against the bots"),
+      this.field("name", "Your name", name),
+      this.field("sets", "Sets", sets),
+      this.field("players", "Players (you included)", players),
+      this.field("bots", "Bots", bots, "comma-separated, used in turn: ismcts, heuristic, random"),
+      h("datalist", { id: "bot-names" }, [...new Set([...c.bots, ...KNOWN_BOTS])].map((b) => h("option", { value: b }))),
+      this.field("budget", "Bot time per move (ms)", budget, "ISMCTS thinks this long"),
+      this.field("seed", "Seed", seed, "the same seed deals the same game"),
+      h(
+        "div",
+        { class: "buttons" },
+        h("button", { id: "start", type: "submit", class: "primary" }, "Start a game"),
+        h("button", { id: "watch-bots", type: "button", onclick: () => void this.create(true) }, "Watch the bots play"),
+      ),
+      this.message,
+    );
+    return h(
+      "div",
+      { class: "lobby" },
+      h("h1", {}, "Ascension", h("small", {}, " · Skulls & Sails · Curse of the Golden Isles")),
+      c.engine ? h("p", { class: "about" }, `Engine at ${c.engine}.`) : null,
+      form,
+      h("section", { class: "games", "aria-labelledby": "games-title" }, h("h2", { id: "games-title" }, "Games on this engine"), this.list),
+    );
+  }
+
+  private values(): { sets: string; players: number; bots: string[]; budget: number; seed: number | null; name: string } {
+    const v = (id: string): string => (this.root.querySelector<HTMLInputElement>(`#${id}`)?.value ?? "").trim();
+    const bots = v("bots").split(",").map((b) => b.trim()).filter(Boolean);
+    return {
+      sets: v("sets") || "ss",
+      players: Number(v("players")) || 2,
+      bots: bots.length ? bots : ["ismcts"],
+      budget: Number(v("budget")) || 0,
+      seed: v("seed") === "" ? null : Number(v("seed")),
+      name: v("name"),
+    };
+  }
+
+  private async create(botsOnly: boolean): Promise<void> {
+    const o = this.values();
+    const human: SeatConfig = { $typeName: "ascension.v1.SeatConfig", kind: SeatInfo_Kind.HUMAN, name: o.name };
+    const seats = botsOnly
+      ? botSeats(o.bots.length > 1 ? o.bots : [o.bots[0], "heuristic"], Math.max(o.players, 2), o.budget, o.seed, 0)
+      : [human, ...botSeats(o.bots, o.players - 1, o.budget, o.seed, 1)];
+    this.message.textContent = "Dealing…";
+    try {
+      const r = await this.client.createGame({ sets: o.sets, seats, seed: o.seed === null ? undefined : BigInt(o.seed) });
+      if (botsOnly) {
+        location.hash = `#/watch/${r.gameId}`;
+      } else {
+        tokens.set(r.gameId, r.seatTokens[0]);
+        location.hash = `#/play/${r.gameId}`;
+      }
+    } catch (e) {
+      this.message.textContent = `The engine refused: ${errorText(e)}`;
+    }
+  }
+
+  private async refresh(): Promise<void> {
+    try {
+      const r = await this.client.listGames({ pageSize: 50 });
+      if (!r.games.length) {
+        replaceKeepingFocus(this.list, h("p", { class: "empty" }, "No games yet."));
+        return;
+      }
+      const rows = r.games.map((g) => {
+        const mine = tokens.get(g.gameId) !== null;
+        const seats = g.seats.map((s) => (s.kind === SeatInfo_Kind.AI ? s.botName || s.name || "bot" : s.name || "human")).join(", ");
+        const state = g.over ? "over" : `seat ${g.toMove + 1} to move`;
+        return h(
+          "tr",
+          { "data-game": g.gameId },
+          h("th", { scope: "row" }, h("code", {}, g.gameId)),
+          h("td", {}, SET_NAMES[g.sets] ?? g.sets),
+          h("td", {}, seats),
+          h("td", {}, String(g.version)),
+          h("td", {}, state),
+          h(
+            "td",
+            { class: "links" },
+            h("a", { href: `#/watch/${g.gameId}`, "data-key": `w-${g.gameId}`, "aria-label": `Watch game ${g.gameId}` }, "Watch"),
+            mine && !g.over ? [" ", h("a", { href: `#/play/${g.gameId}`, "data-key": `p-${g.gameId}`, "aria-label": `Resume game ${g.gameId}` }, "Resume")] : null,
+          ),
+        );
+      });
+      replaceKeepingFocus(
+        this.list,
+        h(
+          "table",
+          {},
+          h("thead", {}, h("tr", {}, ["Game", "Sets", "Seats", "Version", "State", ""].map((c) => h("th", { scope: "col" }, c)))),
+          h("tbody", {}, rows),
+        ),
+      );
+    } catch (e) {
+      replaceKeepingFocus(this.list, h("p", { class: "message" }, `Could not list the games: ${errorText(e)}`));
+    }
+  }
+}
