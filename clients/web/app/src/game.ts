@@ -35,6 +35,8 @@ export class GameScreen {
   private busy = false;
   private stopped = false;
   private readonly abort = new AbortController();
+  private note = ""; // said once in place of the next prompt
+  private autoAnswered = -1n;
 
   private readonly el = {
     header: h("div", { class: "game-top" }),
@@ -175,6 +177,13 @@ export class GameScreen {
   }
 
   private prompt(): void {
+    if (this.autoAnswer()) return;
+    const note = this.note;
+    this.note = "";
+    if (note && !this.view.over) {
+      this.say(note);
+      return;
+    }
     if (this.view.over) {
       const w = this.view.winner;
       this.say(w < 0 ? "The game is over." : w === this.me ? "The game is over: you win!" : `The game is over: ${seatName(this.view, w, this.me)} wins.`);
@@ -270,6 +279,21 @@ export class GameScreen {
   }
 
   // -- your moves -----------------------------------------------------------------------
+
+  /**
+   * A choice whose only answer is to decline is answered at once, saying so (the victim of a
+   * Raid is asked whenever the table cannot tell whether they can prevent it, also when they
+   * cannot: being asked reveals nothing). The answer is still the server's listed action.
+   */
+  private autoAnswer(): boolean {
+    const only = this.view.legalActions;
+    if (!this.canAct() || only.length !== 1 || only[0].kind !== "skip") return false;
+    if (this.autoAnswered === this.view.version) return false; // once: a refusal is shown, not retried
+    this.autoAnswered = this.view.version;
+    this.note = `${only[0].description}: your only choice, answered for you.`;
+    void this.submit(only[0]);
+    return true;
+  }
 
   private plays(): LegalAction[] {
     return this.view.legalActions.filter((a) => a.kind === "play");
