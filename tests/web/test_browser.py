@@ -202,3 +202,37 @@ def test_phone_sized_screen(browser: Any, web: WebServer) -> None:
     for button in page.query_selector_all("button"):
         assert (button.get_attribute("aria-label") or button.inner_text()).strip()
     assert not page.errors, page.errors
+
+
+def test_others_moves_are_shown_one_at_a_time(browser: Any, web: WebServer) -> None:
+    """With a pace, each of the bot's moves is announced in turn before your actions return."""
+    page = new_page(browser)
+    page.goto(web.url + "?pace=400")
+    page.wait_for_selector("#start")
+    page.click("#start")
+    page.wait_for_selector(".action-list button.act", timeout=30_000)
+    announced: list[str] = []
+    while True:  # end our turns until the bot has had one
+        actions = page.query_selector(".action-list")
+        assert actions is not None
+        labels = [b.inner_text() for b in actions.query_selector_all("button.act")]
+        end = next((i for i, t in enumerate(labels) if "End your turn" in t), 0)
+        version = actions.get_attribute("data-version")
+        page.keyboard.press(str(end + 1))
+        changed(page, version)
+        deadline = time.monotonic() + 60
+        while (
+            time.monotonic() < deadline and page.query_selector(".action-list button.act") is None
+        ):
+            text = page.inner_text(".status")
+            bot_move = "Seat 2 (random)" in text and not text.endswith("is thinking…")
+            if bot_move and (not announced or announced[-1] != text):
+                announced.append(text)
+            time.sleep(0.03)
+        if len(announced) >= 2:
+            break
+    assert len(set(announced)) >= 2, announced
+    log = page.locator(".log li.entry").all_inner_texts()
+    for text in set(announced):
+        assert text in log, f"{text!r} is in the log too"
+    assert not page.errors, page.errors
