@@ -273,9 +273,8 @@ class WatchHub:
             w.last = 1 << 62  # nothing more for it
 
     def _deliver(self, group: int, feed: _Feed, ups: list[StoredUpdate]) -> None:
-        if feed.cursor_id and ups[0].parent_id and ups[0].parent_id != feed.cursor_id:
-            self._end_feed(group, feed, self._lost(feed.game_id, feed.cursor, ups[0].version - 1))
-            return
+        # A gap first: the next update's parent is then not the cursor's commit either, but
+        # the history is only trimmed (a watcher that fell behind the window), not lost.
         if ups[0].version > feed.cursor + 1:
             error = ServiceError(
                 Code.OUT_OF_RANGE,
@@ -285,6 +284,9 @@ class WatchHub:
                 metadata={"first_version": str(ups[0].version)},
             )
             self._end_feed(group, feed, error)
+            return
+        if feed.cursor_id and ups[0].parent_id and ups[0].parent_id != feed.cursor_id:
+            self._end_feed(group, feed, self._lost(feed.game_id, feed.cursor, ups[0].version - 1))
             return
         for u in ups:
             feed.recent.append(u)
