@@ -220,22 +220,32 @@ export class GameScreen {
 
   private async watch(): Promise<void> {
     let after = 0n;
+    let afterCommit = "";
     let failures = 0;
     while (!this.stopped) {
       try {
-        for await (const u of this.client.watchGame({ gameId: this.gameId, afterVersion: after }, { signal: this.abort.signal })) {
+        const request = { gameId: this.gameId, afterVersion: after, afterCommitId: afterCommit };
+        for await (const u of this.client.watchGame(request, { signal: this.abort.signal })) {
           after = u.version;
+          afterCommit = u.commitId;
           failures = 0;
           this.queue.push(u);
           void this.pump();
         }
-        if (this.view.over || after > 0n && this.queue.some((u) => u.over)) return;
+        if (this.view.over || this.queue.some((u) => u.over)) return;
       } catch (e) {
         if (this.stopped) return;
-        if (isCode(e, Code.OutOfRange)) after = this.view.version; // history gone: from now on
         if (isCode(e, Code.NotFound)) {
           this.say(`This game is gone: ${errorText(e)}`);
           return;
+        }
+        if (isCode(e, Code.DataLoss, Code.OutOfRange)) {
+          // The history we hold is gone (a store rollback) or no longer kept: read the game
+          // again and follow it from its current version.
+          await this.resync(isCode(e, Code.DataLoss));
+          after = this.view.version;
+          afterCommit = this.view.commitId;
+          continue;
         }
         failures += 1;
         this.say(`Connection to the engine lost (${errorText(e)}); trying again…`);
@@ -243,6 +253,25 @@ export class GameScreen {
       if (this.view.over) return;
       await sleep(Math.min(250 * 2 ** failures, 5000));
     }
+  }
+
+  private async resync(lost: boolean): Promise<void> {
+    this.queue.length = 0;
+    await this.refresh();
+    if (lost) {
+      // Moves after the store's version never happened as far as the game is concerned.
+      for (const li of this.el.log.querySelectorAll<HTMLElement>("li.entry")) {
+        if (BigInt(li.dataset.version ?? "0") > this.view.version) li.remove();
+      }
+      for (const v of [...this.logged]) if (v > this.view.version) this.logged.delete(v);
+      this.el.log.append(h("li", { class: "turn-start" }, `The engine lost the moves after version ${this.view.version}; the game goes on from there.`));
+    } else {
+      // The engine keeps a short window of recent moves: older ones are not shown.
+      this.el.log.append(h("li", { class: "turn-start" }, `Moves before version ${this.view.version + 1n} are no longer kept by the engine; the log goes on from here.`));
+    }
+    this.shownVersion = this.view.version;
+    this.render();
+    this.prompt();
   }
 
   private async pump(): Promise<void> {
@@ -336,6 +365,7 @@ export class GameScreen {
         gameId: this.gameId,
         token: this.token,
         expectedVersion: this.view.version,
+        expectedCommitId: this.view.commitId, // only on the very state shown
         action: a.id,
       });
       if (r.update) {
