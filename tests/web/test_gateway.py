@@ -4,6 +4,7 @@ Python client) against ``ascension web``, which forwards every call to its engin
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,8 +18,7 @@ from connectrpc.errors import ConnectError
 from connectrpc.protocol import ProtocolType
 
 from clients.web.gateway import PREFIX, SERVICE, method_info
-from engine_service.api.ascension.v1 import engine_pb2, game_pb2
-from tests.clients.conftest import requires_ai
+from engine_service.api.ascension.v1 import engine_pb2
 from tests.web.conftest import WebServer
 
 PROTOCOLS = {"connect": ProtocolType.CONNECT, "grpc-web": ProtocolType.GRPC_WEB}
@@ -50,20 +50,6 @@ def engine(request: pytest.FixtureRequest, web: WebServer) -> Iterator[Engine]:
     )
     with client:
         yield Engine(client)
-
-
-def bots_game(engine: Engine, seed: int) -> engine_pb2.CreateGameResponse:
-    seats = [
-        engine_pb2.SeatConfig(
-            kind=game_pb2.SeatInfo.AI,
-            bot=engine_pb2.BotSettings(name="random", time_ms=10, seed=seed + i),
-        )
-        for i in range(2)
-    ]
-    resp: engine_pb2.CreateGameResponse = engine.call(
-        "CreateGame", engine_pb2.CreateGameRequest(sets="ss", seats=seats, seed=seed)
-    )
-    return resp
 
 
 def test_unary_calls_reach_the_engine(engine: Engine) -> None:
@@ -117,22 +103,47 @@ def test_errors_keep_the_engines_code_and_message(engine: Engine) -> None:
     assert wrong_token.value.code == Code.UNAUTHENTICATED
 
 
-@requires_ai
-def test_watch_game_streams_a_whole_game(engine: Engine) -> None:
-    """Server streaming through the gateway: every update in order, then the stream closes."""
-    created = bots_game(engine, seed=21)
-    versions: list[int] = []
-    last = None
-    for update in engine.stream(
+def test_watch_game_streams_each_update_as_it_happens(engine: Engine) -> None:
+    """Server streaming through the gateway: every update, in order, while moves are made."""
+    people = [engine_pb2.SeatConfig(name="A"), engine_pb2.SeatConfig(name="B")]
+    created = engine.call("CreateGame", engine_pb2.CreateGameRequest(seats=people, seed=21))
+    stream = engine.stream(
         "WatchGame", engine_pb2.WatchGameRequest(game_id=created.game_id, after_version=0)
-    ):
-        versions.append(update.version)
-        last = update
-    assert last is not None and last.over, "the stream ends with the game"
-    assert versions == list(range(1, len(versions) + 1)), "each version once, in order"
-    assert len(versions) > 20
-    over = engine.call("GetGame", engine_pb2.GetGameRequest(game_id=created.game_id))
-    assert over.over and over.version == versions[-1]
+    )
+    received: list[int] = []
+    done = threading.Event()
+
+    def follow() -> None:
+        for update in stream:
+            received.append(update.version)
+            if update.version == MOVES + 1:
+                break
+        done.set()
+
+    watcher = threading.Thread(target=follow, daemon=True)
+    watcher.start()
+    seat = view_seat(created)
+    for _ in range(MOVES):
+        token = created.seat_tokens[seat]
+        view = engine.call(
+            "GetGame", engine_pb2.GetGameRequest(game_id=created.game_id, token=token)
+        )
+        action = next(
+            (a for a in view.legal_actions if a.kind != "end_turn"), view.legal_actions[0]
+        )
+        submitted = engine.call(
+            "SubmitAction",
+            engine_pb2.SubmitActionRequest(
+                game_id=created.game_id, token=token, expected_version=view.version,
+                action=action.id,
+            ),
+        )  # fmt: skip
+        seat = submitted.update.to_move
+    assert done.wait(30), f"the stream delivered {received}"
+    assert received == list(range(1, MOVES + 2)), "each version once, in order"
+
+
+MOVES = 40
 
 
 def test_every_engine_method_is_served(web: WebServer) -> None:
