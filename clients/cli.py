@@ -183,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ai-processes", type=int, default=2,
         help="AI worker processes of the private engine (default 2: your game and one to watch)",
     )  # fmt: skip
+    _connection_flags(web)
 
     games = sub.add_parser("games", help="list the games on an engine")
     games.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
@@ -344,7 +345,7 @@ def cmd_web(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]Cannot serve on {args.host}:{args.port}:[/] {e.strerror or e}")
         return 1
     with sock, engine_address(console, args.address, ai_processes=args.ai_processes) as started:
-        address = started[0]
+        address, private = started[0], started[1] is not None
         config = serve.PageConfig(
             sets=args.sets, players=args.players, bots=list(args.bot), budget_ms=args.budget_ms,
             seed=args.seed, name=args.name, engine=address,
@@ -354,7 +355,10 @@ def cmd_web(args: argparse.Namespace, console: Console) -> int:
         console.print("[dim]Ctrl-C stops it.[/]", highlight=False)
         if not args.no_browser:
             serve.open_browser(url)
-        serve.run(sock, address, config)
+        if private:
+            serve.run(sock, address, config)
+        else:
+            serve.run(sock, address, config, tls=_tls(args), operator_key=_operator_key(args))
     return 0
 
 

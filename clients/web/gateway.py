@@ -17,6 +17,7 @@ import base64
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+import google.rpc.status_pb2 as status_pb2
 from connectrpc.code import Code
 from connectrpc.compat import google_protobuf_codecs
 from connectrpc.errors import ConnectError, ErrorDetail
@@ -49,7 +50,9 @@ _GRPC_RESERVED = frozenset({"grpc-status", "grpc-message", "grpc-status-details-
 _STATUS_DETAILS = "grpc-status-details-bin"
 
 
-def _metadata(ctx: RequestContext[Any, Any]) -> list[tuple[str, str | bytes]]:
+def _metadata(
+    ctx: RequestContext[Any, Any], default: tuple[tuple[str, str], ...] = ()
+) -> list[tuple[str, str | bytes]]:
     out: list[tuple[str, str | bytes]] = []
     for key, value in ctx.request_headers.allitems():
         k = key.lower()
@@ -62,6 +65,8 @@ def _metadata(ctx: RequestContext[Any, Any]) -> list[tuple[str, str | bytes]]:
                 continue
         else:
             out.append((k, value))
+    given = {k for k, _ in out}
+    out.extend((k, v) for k, v in default if k not in given)
     return out
 
 
@@ -93,8 +98,6 @@ def _error(e: Any, ctx: RequestContext[Any, Any]) -> ConnectError:
 
 def _status_details(raw: bytes) -> list[ErrorDetail]:
     """The ``google.rpc.Status`` details (ErrorInfo, BadRequest, ...) the engine attached."""
-    from google.rpc import status_pb2  # grpcio-status's dependency, googleapis-common-protos
-
     try:
         status = status_pb2.Status.FromString(raw)
     except Exception:  # a malformed status is dropped, the code and message still go through
@@ -114,8 +117,10 @@ ServerStream = Callable[[Message, RequestContext[Any, Any]], AsyncIterator[Messa
 class EngineForwarder:
     """Each Engine method as a Connect handler that makes the same call on a gRPC channel."""
 
-    def __init__(self, channel: Any) -> None:
+    def __init__(self, channel: Any, metadata: tuple[tuple[str, str], ...] = ()) -> None:
         self.channel = channel  # a grpc.aio.Channel to the engine
+        # Sent with every call that does not carry its own (e.g. an operator's authorization).
+        self.metadata = metadata
 
     def unary(self, method: MethodDescriptor, output: type[Message]) -> Unary:
         call = self.channel.unary_unary(
@@ -125,7 +130,7 @@ class EngineForwarder:
         )
 
         async def handle(request: Message, ctx: RequestContext[Any, Any]) -> Message:
-            rpc = call(request, timeout=_timeout(ctx), metadata=_metadata(ctx))
+            rpc = call(request, timeout=_timeout(ctx), metadata=_metadata(ctx, self.metadata))
             try:
                 response: Message = await rpc
             except grpc.aio.AioRpcError as e:
@@ -144,7 +149,7 @@ class EngineForwarder:
         )
 
         async def handle(request: Message, ctx: RequestContext[Any, Any]) -> AsyncIterator[Message]:
-            rpc = call(request, timeout=_timeout(ctx), metadata=_metadata(ctx))
+            rpc = call(request, timeout=_timeout(ctx), metadata=_metadata(ctx, self.metadata))
             try:
                 async for message in rpc:
                     yield message
@@ -196,9 +201,9 @@ def endpoints(forwarder: EngineForwarder) -> Mapping[str, Any]:
 class EngineGateway(ConnectASGIApplication[EngineForwarder]):
     """The ASGI application answering Connect and gRPC-Web for the whole Engine service."""
 
-    def __init__(self, channel: Any) -> None:
+    def __init__(self, channel: Any, metadata: tuple[tuple[str, str], ...] = ()) -> None:
         super().__init__(
-            service=EngineForwarder(channel),
+            service=EngineForwarder(channel, metadata),
             endpoints=endpoints,
             codecs=google_protobuf_codecs(),
         )

@@ -29,7 +29,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from clients.sdk._grpc import aio
+from clients.sdk.tls import TLS, aio_channel, operator_metadata
 from clients.web.gateway import PREFIX, EngineGateway
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -58,13 +58,19 @@ class PageConfig:
 class WebApp:
     """Routes a request to the gateway, the settings or the static files (ASGI)."""
 
-    def __init__(self, channel: Any, config: PageConfig, static_dir: Path = STATIC_DIR) -> None:
+    def __init__(
+        self,
+        channel: Any,
+        config: PageConfig,
+        static_dir: Path = STATIC_DIR,
+        metadata: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         if not (static_dir / "index.html").is_file():
             raise FileNotFoundError(
                 f"{static_dir}/index.html is missing: build the page with "
                 "`python -m clients.web.build` (needs Node.js) or reinstall the package"
             )
-        self.gateway = EngineGateway(channel)
+        self.gateway = EngineGateway(channel, metadata)
         body = config.json()
 
         async def page_config(request: Request) -> Response:
@@ -127,26 +133,39 @@ async def serve(
     engine_address: str,
     config: PageConfig,
     *,
+    tls: TLS | None = None,
+    operator_key: str | None = None,
     access_log: bool = False,
 ) -> None:
-    """Serve until interrupted (SIGINT/SIGTERM end it gracefully)."""
-    # Long WatchGame streams should not hold up an exit: the browser reconnects and resumes.
-    async with aio.insecure_channel(engine_address) as channel:
-        app = WebApp(channel, config)
+    """Serve until interrupted (SIGINT/SIGTERM end it gracefully).
+
+    ``tls`` secures the channel to the engine; an ``operator_key`` is sent with every call
+    (so every browser that reaches the page acts as that operator: keep such a page private).
+    """
+    async with aio_channel(engine_address, tls, []) as channel:
+        app = WebApp(channel, config, metadata=operator_metadata(operator_key) or ())
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
                 log_level="warning",
                 access_log=access_log,
                 lifespan="off",
+                # Long WatchGame streams should not hold up an exit: the page resumes them.
                 timeout_graceful_shutdown=2,
             )
         )
         await server.serve(sockets=[sock])
 
 
-def run(sock: socket.socket, engine_address: str, config: PageConfig) -> None:
-    asyncio.run(serve(sock, engine_address, config))
+def run(
+    sock: socket.socket,
+    engine_address: str,
+    config: PageConfig,
+    *,
+    tls: TLS | None = None,
+    operator_key: str | None = None,
+) -> None:
+    asyncio.run(serve(sock, engine_address, config, tls=tls, operator_key=operator_key))
 
 
 def open_browser(url: str) -> bool:

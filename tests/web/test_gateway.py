@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import google.rpc.error_details_pb2 as error_details_pb2
 import pytest
 from connectrpc.client import ConnectClientSync
 from connectrpc.code import Code
@@ -85,6 +86,12 @@ def test_errors_keep_the_engines_code_and_message(engine: Engine) -> None:
     with pytest.raises(ConnectError) as bad:
         engine.call("GetGame", engine_pb2.GetGameRequest(game_id="nope"))
     assert bad.value.code == Code.INVALID_ARGUMENT and "game_id" in bad.value.message
+    # The engine's google.rpc.Status details come through: ErrorInfo, BadRequest.
+    details = {d.type_name: d.message_bytes for d in bad.value.details}
+    info = error_details_pb2.ErrorInfo.FromString(details["google.rpc.ErrorInfo"])
+    assert info.domain == "ascension.v1" and info.reason
+    violations = error_details_pb2.BadRequest.FromString(details["google.rpc.BadRequest"])
+    assert [v.field for v in violations.field_violations] == ["game_id"]
     people = [engine_pb2.SeatConfig(), engine_pb2.SeatConfig()]
     created = engine.call("CreateGame", engine_pb2.CreateGameRequest(seats=people, seed=4))
     token = created.seat_tokens[view_seat(created)]
