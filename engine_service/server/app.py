@@ -186,24 +186,6 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not main thread / not POSIX
             loop.add_signal_handler(sig, on_signal, sig)
-    where = redacted(settings.redis_url) if settings.redis_url else "in process"
-    waiting = asyncio.ensure_future(_wait_for_store(store, where, settings.store_startup_seconds))
-    await asyncio.wait({waiting, asyncio.ensure_future(stop.wait())},
-                       return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-    if not waiting.done():
-        waiting.cancel()
-    elif waiting.exception() is not None:
-        await server.stop(0)
-        await dispatcher.close()
-        await store.close()
-        raise waiting.exception()  # type: ignore[misc]
-    for name in ("", SERVICE):
-        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    housekeeping_stop = asyncio.Event()
-    sweeper = Sweeper(
-        store, dispatcher, metrics, settings.ai_sweep_seconds, settings.ai_stall_seconds
-    )
-    housekeeping = asyncio.gather(sweeper.run(housekeeping_stop), _tidy(store, housekeeping_stop))
     address = f"{settings.host}:{port}"
     metrics_where = (
         f"metrics on :{settings.metrics_port}" if settings.metrics_port else "metrics off"
@@ -213,8 +195,31 @@ async def serve(
         f"{metrics_where})",
         flush=True,
     )
-    if on_ready is not None:
-        on_ready(address)
+    where = redacted(settings.redis_url) if settings.redis_url else "in process"
+    waiting = asyncio.ensure_future(_wait_for_store(store, where, settings.store_startup_seconds))
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not waiting.done():
+        waiting.cancel()  # stopped before the store answered
+    elif waiting.exception() is not None:
+        await server.stop(0)
+        await dispatcher.close()
+        await store.close()
+        raise waiting.exception()  # type: ignore[misc]
+    housekeeping_stop = asyncio.Event()
+    housekeeping: asyncio.Future[tuple[None, None]] | None = None
+    if not stop.is_set():
+        for name in ("", SERVICE):
+            await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        sweeper = Sweeper(
+            store, dispatcher, metrics, settings.ai_sweep_seconds, settings.ai_stall_seconds
+        )
+        housekeeping = asyncio.gather(
+            sweeper.run(housekeeping_stop), _tidy(store, housekeeping_stop)
+        )
+        if on_ready is not None:
+            on_ready(address)
     await stop.wait()
     await health.enter_graceful_shutdown()
     if drain[0] and settings.shutdown_drain_seconds > 0:
@@ -232,7 +237,8 @@ async def serve(
     await health.close_streams()
     await server.stop(settings.shutdown_grace_seconds)
     housekeeping_stop.set()
-    await housekeeping
+    if housekeeping is not None:
+        await housekeeping
     await dispatcher.close()
     await store.close()
     log.info("stopped")

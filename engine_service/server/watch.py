@@ -86,6 +86,9 @@ class WatchHub:
         self.verify_seconds = verify_seconds
         self._feeds: list[dict[str, _Feed]] = [{} for _ in range(store.groups)]
         self._readers: dict[int, asyncio.Task[None]] = {}
+        # Joining reads the store (the game, then what the watcher missed): at most this many at
+        # once, so that a crowd of new watchers does not open a crowd of connections either.
+        self._joining = asyncio.Semaphore(8)
         self._streams = 0
         self._per_peer: collections.Counter[str] = collections.Counter()
         self._stopping = False
@@ -150,7 +153,8 @@ class WatchHub:
     async def _watch(
         self, game_id: str, last: int, last_id: str, active: Callable[[], bool]
     ) -> AsyncIterator[StoredUpdate]:
-        rec = await self.store.load(game_id)
+        async with self._joining:
+            rec = await self.store.load(game_id)
         if rec is None:
             raise not_found(game_id)
         if last > rec.version or (last == rec.version and last_id and last_id != rec.commit_id):
@@ -159,7 +163,8 @@ class WatchHub:
             return
         # Catch up from the store's window, then follow the game's feed.
         while True:
-            backlog = (await self.store.read_updates({game_id: last}, 0)).get(game_id, [])
+            async with self._joining:
+                backlog = (await self.store.read_updates({game_id: last}, 0)).get(game_id, [])
             if backlog and backlog[0].version > last + 1:
                 raise ServiceError(
                     Code.OUT_OF_RANGE,

@@ -259,9 +259,11 @@ class _HotPath:
         else:
             self._free.append(conn)
 
-    async def call(self, key: str, packed: bytes, replies: int = 1) -> list[Any]:
+    async def call(
+        self, key: str, packed: bytes, replies: int = 1, retry: bool = True
+    ) -> list[Any]:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._retry_seconds
+        deadline = loop.time() + (self._retry_seconds if retry else 0.0)
         delay = 0.05
         if not self._initialized:  # a Cluster client learns the slots on first use
             await self._client.initialize()
@@ -275,10 +277,10 @@ class _HotPath:
             except ResponseError as e:  # the error reply was read whole: the connection is clean
                 if not (self._cluster and str(e).startswith(_CLUSTER_REDIRECTS)):
                     raise
-                retry: Exception = e  # not run there: ask the cluster where the slot is now
+                failure: Exception = e  # not run there: ask the cluster where the slot is now
             except _RETRYABLE as e:
                 await conn.disconnect(nowait=True)
-                retry = e
+                failure = e
             except BaseException:
                 # e.g. cancelled between sending and reading: a reply may be on its way
                 await conn.disconnect(nowait=True)
@@ -286,8 +288,8 @@ class _HotPath:
             finally:
                 self._checkin(node, conn)
             if loop.time() + delay > deadline:
-                raise retry
-            log.debug("Redis call retried after %s: %s", type(retry).__name__, retry)
+                raise failure
+            log.debug("Redis call retried after %s: %s", type(failure).__name__, failure)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
             if self._cluster:
@@ -688,7 +690,11 @@ class RedisStore(Store):
         return dropped
 
     async def ping(self) -> None:
-        await self._guard(self.r.ping())
+        """One attempt, no retries: a health check wants the answer of now."""
+        if self.mode == "cluster":
+            await self._guard(self.r.ping())
+        else:
+            await self._guard(self._hot.call("", _pack("PING"), retry=False))
 
     async def close(self) -> None:
         await self._hot.close()
