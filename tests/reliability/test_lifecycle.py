@@ -57,7 +57,7 @@ def test_waits_for_redis_not_serving_then_serves(tmp_path: Path) -> None:
         r.start()
         assert _wait_health(port, health_pb2.HealthCheckResponse.SERVING, 20)
         with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
-            game = support.create(rpc.EngineStub(ch))
+            game = support.create(rpc.EngineStub(ch), seed=None)
             assert game.view.version == 1
     finally:
         proc.send_signal(signal.SIGTERM)
