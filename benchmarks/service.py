@@ -10,7 +10,10 @@ same load generator (grpc.aio clients, one game or key per client coroutine):
 2. the engine, one ``ascension-engine serve`` process: games played through the API, each
    client submitting for whichever seat is to move (ListLegalActions when the turn passes);
 3. the same with ``view_detail=VIEW_DETAIL_LEGAL_ACTIONS`` (answers without board and rules view);
-4. the engine, two processes on the same Redis (clients split between them), full views.
+4. the engine, two processes on the same Redis (clients split between them), full views;
+5. with ``--durability``: the engine on a Redis with an append-only file fsynced every second,
+   at every write, and (fsync every second) with ``ENGINE_REDIS_WAIT_REPLICAS=1`` and a replica:
+   what each durability setting costs (docs/reliability.md).
 
 Latencies are measured at the client, around each SubmitAction (or floor call). On a 2-core
 machine the load generator and Redis share the cores with the servers, so the two-process
@@ -34,6 +37,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -308,10 +312,14 @@ def wait_line(proc: subprocess.Popen[str], needle: str, timeout: float = 30) -> 
     raise RuntimeError(f"process did not print {needle!r}")
 
 
-def start_redis() -> tuple[subprocess.Popen[bytes], str]:
+def start_redis(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A redis-server on a free port: no persistence, unless ``extra`` asks for some (its files
+    then go to a fresh temporary directory)."""
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     port = free_port()
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    data = tempfile.mkdtemp(prefix="bench-redis-")
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", data, *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     import redis
 
@@ -325,10 +333,10 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"redis://127.0.0.1:{port}/0"
 
 
-def start_engine(redis_url: str) -> tuple[subprocess.Popen[str], str]:
+def start_engine(redis_url: str, **extra: str) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "REDIS_URL": redis_url, "ENGINE_GRPC_PORT": "0", "ENGINE_HOST": "127.0.0.1",
            "ENGINE_METRICS_PORT": "0", "ENGINE_AI_DISPATCH": "off", "LOG_LEVEL": "WARNING",
-           "ENGINE_SHUTDOWN_DRAIN_SECONDS": "0"}  # fmt: skip
+           "ENGINE_SHUTDOWN_DRAIN_SECONDS": "0", **extra}  # fmt: skip
     exe = Path(sys.executable).parent / "ascension-engine"
     proc = subprocess.Popen([str(exe), "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)  # fmt: skip
@@ -342,6 +350,28 @@ def start_floor(redis_url: str) -> tuple[subprocess.Popen[str], str]:
                             stdout=subprocess.PIPE, text=True)  # fmt: skip
     wait_line(proc, "ready")
     return proc, f"127.0.0.1:{port}"
+
+
+# Durability settings compared by --durability: (phase, redis-server arguments, engine settings)
+DURABILITY: list[tuple[str, tuple[str, ...], dict[str, str]]] = [
+    ("aof-everysec", ("--appendonly", "yes", "--appendfsync", "everysec"), {}),
+    ("aof-always", ("--appendonly", "yes", "--appendfsync", "always"), {}),
+    ("wait-1-replica", ("--appendonly", "yes", "--appendfsync", "everysec"),
+     {"ENGINE_REDIS_WAIT_REPLICAS": "1", "ENGINE_REDIS_WAIT_TIMEOUT_MS": "1000"}),
+]
+
+
+def wait_replica(primary_url: str) -> None:
+    """Until the primary has a replica in sync."""
+    import redis
+
+    r = redis.Redis.from_url(primary_url)
+    for _ in range(200):
+        info = r.info("replication")
+        if info.get("connected_slaves", 0) >= 1 and info.get("slave0", {}).get("state") == "online":
+            return
+        time.sleep(0.05)
+    raise RuntimeError("the replica did not come online")
 
 
 def stop(proc: subprocess.Popen[Any]) -> None:
@@ -363,6 +393,9 @@ def main() -> int:
     ap.add_argument("--client-procs", type=int, default=1, help="load generator processes")
     ap.add_argument("--redis-url", default="", help="use this Redis instead of starting one (it is not flushed)")
     ap.add_argument("--skip-two", action="store_true", help="skip the two-process phase")
+    ap.add_argument("--durability", action="store_true",
+                    help="also measure the engine on Redis with an append-only file fsynced every second, "
+                         "fsynced at every write, and with WAIT for one replica")  # fmt: skip
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     ap.add_argument("--floor-server", nargs=2, metavar=("PORT", "REDIS_URL"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -392,6 +425,18 @@ def main() -> int:
             ep2, eaddr2 = start_engine(redis_url)
             procs.append(ep2)
             phases.append(("two", "engine", [eaddr, eaddr2], (ep.pid, ep2.pid)))
+        if args.durability:
+            for name, redis_args, engine_env in DURABILITY:
+                rp2, url2 = start_redis(*redis_args)
+                procs.append(rp2)
+                if engine_env.get("ENGINE_REDIS_WAIT_REPLICAS"):
+                    port = url2.rsplit(":", 1)[1].split("/")[0]
+                    replica, _ = start_redis("--replicaof", "127.0.0.1", port)
+                    procs.append(replica)
+                    wait_replica(url2)
+                dp, daddr = start_engine(url2, **engine_env)
+                procs.append(dp)
+                phases.append((name, "engine", [daddr], (dp.pid,)))
         tables: dict[str, dict[int, Table]] = {name: {} for name, *_ in phases}
         for r in range(rounds):
             warmup = args.warmup if r == 0 else min(args.warmup, 0.5)
@@ -426,6 +471,11 @@ def main() -> int:
     if two is not None:
         print(f"engine, 2 processes SubmitAction   : {two['rps']:8.0f} calls/s  p50 {two['p50_us']:7.0f} us  "
               f"p99 {two['p99_us']:7.0f} us  (x{two['rps'] / max(one['rps'], 1e-9):.2f} of one process)")  # fmt: skip
+    durability: dict[str, dict[str, Any]] = {}
+    for name, *_ in DURABILITY if args.durability else ():
+        d = durability[name] = summary(stretches[name])
+        print(f"engine, 1 process, Redis {name:<14}: {d['rps']:8.0f} calls/s  p50 {d['p50_us']:7.0f} us  "
+              f"p99 {d['p99_us']:7.0f} us  (x{d['rps'] / max(one['rps'], 1e-9):.2f} of no persistence)")  # fmt: skip
     if args.json:
         out = {
             "submit_rps": round(one["rps"], 1),
@@ -443,6 +493,10 @@ def main() -> int:
             "submit_server_cpu_us_light": round(light["server_cpu_us"], 1),
             "submit_rps_2proc": round(two["rps"], 1) if two else None,
             "submit_p50_us_2proc": round(two["p50_us"], 1) if two else None,
+            "durability": {name: {"rps": round(d["rps"], 1), "p50_us": round(d["p50_us"], 1),
+                                  "p99_us": round(d["p99_us"], 1),
+                                  "vs_no_persistence": round(d["rps"] / max(one["rps"], 1e-9), 3)}
+                           for name, d in durability.items()},
             "cpus": cpus,
             "clients": args.clients,
             "client_procs": args.client_procs,
