@@ -46,11 +46,15 @@ def npm() -> str:
 
 
 def ensure_node_modules() -> None:
-    """``npm ci`` when node_modules is missing or older than the lockfile."""
-    marker = APP / "node_modules" / ".package-lock.json"
+    """``npm ci`` unless node_modules was installed from this very lockfile.
+
+    (``node_modules/.lockfile`` is a copy of the package-lock.json it came from; tests/run
+    keeps the same stamp. File times would not do: a checkout touches the lockfile.)"""
+    stamp = APP / "node_modules" / ".lockfile"
     lock = APP / "package-lock.json"
-    if not marker.exists() or marker.stat().st_mtime < lock.stat().st_mtime:
+    if not stamp.exists() or stamp.read_bytes() != lock.read_bytes():
         _run([npm(), "ci", "--no-audit", "--no-fund"])
+        shutil.copyfile(lock, stamp)
 
 
 def _bin(name: str) -> str:
