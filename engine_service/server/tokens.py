@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +28,11 @@ from engine_service.server.dispatch import Dispatcher, Payload
 from engine_service.server.errors import Code, ServiceError, refused
 
 AI_PREFIX = "ai1."
+# ai1.<seat>.<version>.<expiry>.<24 bytes of MAC, base64url>: ASCII digits only, one spelling
+_NUMBER = r"(0|[1-9][0-9]{0,18})"
+_CREDENTIAL = re.compile(
+    rf"ai1\.{_NUMBER}\.{_NUMBER}\.{_NUMBER}\.([A-Za-z0-9_-]{{32}})", re.ASCII
+)
 MIN_KEY_CHARS = 32
 
 
@@ -94,14 +100,13 @@ class AiCredentials:
 
     def grant(self, token: str, game_id: str) -> Grant:
         """The credential's seat and version, or UNAUTHENTICATED (forged, or expired)."""
-        parts = token[len(AI_PREFIX) :].split(".")
-        try:
-            seat, version, expires = (int(p) for p in parts[:3])
-            mac = parts[3]
-        except (ValueError, IndexError):
-            raise refused(Code.UNAUTHENTICATED, "UNKNOWN_TOKEN", "malformed AI move credential") from None
-        if len(parts) != 4 or not any(
-            hmac.compare_digest(mac, self._mac(k, game_id, seat, version, expires))
+        m = _CREDENTIAL.fullmatch(token)
+        if m is None:
+            raise refused(Code.UNAUTHENTICATED, "UNKNOWN_TOKEN", "malformed AI move credential")
+        seat, version, expires = int(m[1]), int(m[2]), int(m[3])
+        mac = m[4].encode()
+        if not any(
+            hmac.compare_digest(mac, self._mac(k, game_id, seat, version, expires).encode())
             for k in self._keys
         ):
             raise refused(

@@ -176,6 +176,12 @@ ODD_TEXT = st.one_of(
     st.sampled_from(["", " ", "ss", "cotgi", "both", "0" * 22, "ai1.0.1.9999999999.AAAA",
                      "ai1.", "ai1.-1.-1.-1.x", "..", "Bearer x"]),
 )  # fmt: skip
+# Shaped like AI move credentials (ai1.<seat>.<version>.<expiry>.<mac>), parts gone wrong
+AI_LIKE = st.tuples(
+    st.integers(-2, 9), st.integers(-2, 2**64), st.integers(-2, 2**41),
+    st.text(st.characters(exclude_characters=".", exclude_categories=["Cs"]), min_size=1, max_size=40),
+    st.sampled_from(["", "0", "01", "1_0", " 1", "١"]),
+).map(lambda t: f"ai1.{t[4] or t[0]}.{t[1]}.{t[2]}.{t[3]}")  # fmt: skip
 INT_RANGES = {
     pb.Card.DESCRIPTOR.fields[0].TYPE_INT32: (-(2**31), 2**31 - 1),
     pb.Card.DESCRIPTOR.fields[0].TYPE_INT64: (-(2**63), 2**63 - 1),
@@ -190,7 +196,7 @@ def _scalar(f: Any, known: Known) -> st.SearchStrategy[Any]:
         if f.name == "game_id" or f.name == "page_token":
             return _pick(lambda: known.game_ids, ODD_TEXT)
         if "token" in f.name:
-            return _pick(lambda: known.tokens, ODD_TEXT)
+            return st.one_of(_pick(lambda: known.tokens, ODD_TEXT), AI_LIKE)
         return ODD_TEXT
     if t == f.TYPE_BOOL:
         return st.booleans()

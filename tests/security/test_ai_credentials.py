@@ -33,6 +33,8 @@ def test_credentials_name_one_game_seat_and_version() -> None:
         lambda: creds.seat(tok.replace("ai1.1.", "ai1.0."), "game-a", 7, acting=True),  # seat
         lambda: creds.seat(tok[:-2] + "AA", "game-a", 7, acting=True),  # forged MAC
         lambda: creds.seat("ai1.garbage", "game-a", 7, acting=True),
+        lambda: creds.seat(tok[: -len(tok.split(".")[-1])] + "é" * 32, "game-a", 7, acting=True),
+        lambda: creds.seat(tok.replace("ai1.1.", "ai1.01."), "game-a", 7, acting=True),
         lambda: AiCredentials(["x" * 32], 60, lambda: clock[0]).seat(tok, "game-a", 7, acting=True),
     ]
     for bad in checks:
