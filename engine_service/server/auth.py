@@ -108,11 +108,12 @@ class Access:
             return
         if req.seats and all(s.kind == pb.SeatInfo.AI for s in req.seats):
             return
+        none = "" if self.closed else " (this server has no operator keys)"
         raise ServiceError(
             Code.PERMISSION_DENIED,
-            "seed: choosing the seed of a game with a human seat needs an operator credential "
-            "(whoever knows the seed can work out every hidden card); leave it unset and the "
-            "server draws a secret one, which GetReplay gives once the game is over",
+            "seed: choosing the seed of a game with a human seat needs an operator credential"
+            f"{none} (whoever knows the seed can work out every hidden card); leave it unset and "
+            "the server draws a secret one, which GetReplay gives once the game is over",
             reason="SEED_NEEDS_OPERATOR",
             metadata={"field": "seed"},
         )
