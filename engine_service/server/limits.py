@@ -142,7 +142,7 @@ class LogLimiter:
         if now - self._start >= self.window:
             if self.suppressed:
                 self.log.warning(
-                    "%d more bad requests in the last %.0fs were not logged",
+                    "%d more such lines in the last %.0fs were not logged",
                     self.suppressed,
                     now - self._start,
                 )

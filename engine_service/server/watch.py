@@ -27,10 +27,12 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from engine_service.server.errors import Code, ServiceError, not_found
+from engine_service.server.limits import LogLimiter
 from engine_service.server.metrics import Metrics
 from engine_service.store import Store, StoredUpdate, StoreError
 
 log = logging.getLogger("ascension.engine.watch")
+lost_log = LogLimiter(log)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +201,8 @@ class WatchHub:
 
     def _lost(self, game_id: str, seen: int, holds: int) -> ServiceError:
         self.metrics.rollbacks_detected.inc()
-        log.warning(
+        # Rate-limited: any caller can claim to have seen versions the store never held.
+        lost_log.warning(
             "game %s: a watcher has seen version %d but the store holds version %d "
             "(the store lost versions)",
             game_id,

@@ -138,5 +138,5 @@ def test_bad_request_log_is_rate_limited(caplog: pytest.LogCaptureFixture) -> No
         assert logged == [True] * 3 + [False] * 7 and len(caplog.records) == 3
         clock[0] = 61.0
         limiter.warning("bad again")
-    assert "7 more bad requests" in caplog.records[3].getMessage()
+    assert "7 more such lines" in caplog.records[3].getMessage()
     assert caplog.records[4].getMessage() == "bad again"
