@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from engine_service.server.errors import Code, ServiceError, not_found
-from engine_service.server.limits import LogLimiter
+from engine_service.server.limits import LogLimiter, peer_key
 from engine_service.server.metrics import Metrics
 from engine_service.store import Store, StoredUpdate, StoreError
 
@@ -64,12 +64,6 @@ class _Feed:
     cursor_id: str  # its commit id ("" if not known)
     watchers: set[_Watcher] = field(default_factory=set)
     recent: collections.deque[StoredUpdate] = field(default_factory=collections.deque)
-
-
-def peer_address(peer: str) -> str:
-    """gRPC's peer string without the port: "ipv4:1.2.3.4:5678" -> "ipv4:1.2.3.4"."""
-    host, sep, port = peer.rpartition(":")
-    return host if sep and port.isdigit() and host.count(":") >= 1 else peer
 
 
 class WatchHub:
@@ -144,7 +138,7 @@ class WatchHub:
     ) -> AsyncIterator[StoredUpdate]:
         """Updates of ``game_id`` above ``after_version``, until the game ends, the caller goes
         away (``active`` turns false) or the server stops."""
-        peer = peer_address(peer)
+        peer = peer_key(peer)  # the rate limits' notion of a peer (an IPv6 caller: its /64)
         self._admit(peer)
         try:
             async for u in self._watch(game_id, after_version, after_commit_id, active):

@@ -124,6 +124,9 @@ def test_peers_are_counted_by_address() -> None:
     assert peer_key("ipv6:[2001:db8::1]:5555") == peer_key("ipv6:[2001:db8::ffff]:1") == "ipv6:2001:db8::/64"
     assert peer_key("ipv6:[2001:db8:0:1::1]:5") != peer_key("ipv6:[2001:db8::1]:5")
     assert peer_key("unix:/tmp/s") == "unix:/tmp/s"
+    # IPv4 callers of a dual-stack port are not one /64
+    assert peer_key("ipv6:[::ffff:10.0.0.1]:5") == "ipv4:10.0.0.1"
+    assert peer_key("ipv6:[::ffff:10.0.0.2]:5") != peer_key("ipv6:[::ffff:10.0.0.1]:5")
 
 
 def test_bad_request_log_is_rate_limited(caplog: pytest.LogCaptureFixture) -> None:
