@@ -1,17 +1,63 @@
 """The Celery app of the AI workers: one queue of move requests, CPU-bound tasks.
 
-Tasks are acknowledged after they ran (``acks_late``; a worker lost mid-task puts the task
-back), one task is reserved at a time per process (prefetch 1), results are not stored. The
-broker is ``CELERY_BROKER_URL`` (Redis by default; any Celery broker works).
+Tasks are acknowledged after they ran (``acks_late``), one task is reserved at a time per
+process (prefetch 1), results are not stored. A task whose pool process died or hit its hard
+time limit is acknowledged, not delivered again (``reject_on_worker_lost`` off): it is
+dead-lettered by ``ai_workers.tasks`` and its move is sent once more as a fallback-only move.
+The broker is ``CELERY_BROKER_URL`` (Redis by default; any Celery broker works).
+
+Seat tokens travel in the message body only: task headers carry a redacted ``kwargsrepr`` and
+the worker's log handlers mask any ``token`` value that reaches a log line (Celery's pool logs
+message bodies at DEBUG).
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 
 from ai_workers import config
+
+# "token": "...", 'token': '...', token=..., token: "..." (protobuf text), admin_token alike.
+_TOKEN = re.compile(r"""(\b(?:admin_)?token\\?["']?\s*[:=]\s*\\?["']?)([^"'\\\s,}]+)""")
+
+
+def redact(text: str) -> str:
+    return _TOKEN.sub(r"\1<redacted>", text)
+
+
+class RedactTokens(logging.Filter):
+    """Masks token values in a record's formatted message (and traceback text)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = redact(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
+def install_redaction(logger: logging.Logger) -> None:
+    for handler in logger.handlers:
+        if not any(isinstance(f, RedactTokens) for f in handler.filters):
+            handler.addFilter(RedactTokens())
+
+
+@signals.after_setup_logger.connect  # type: ignore[untyped-decorator]
+@signals.after_setup_task_logger.connect  # type: ignore[untyped-decorator]
+@signals.celeryd_after_setup.connect  # type: ignore[untyped-decorator]
+def _redact_worker_logs(logger: Any = None, **_: Any) -> None:
+    """On the handlers Celery sets up, and on the root logger's once the worker is set up
+    (with LOG_FORMAT=json our own logging replaces Celery's and after_setup_logger is not
+    sent)."""
+    if isinstance(logger, logging.Logger):
+        install_redaction(logger)
+    install_redaction(logging.getLogger())
 
 
 def make_app(cfg: config.WorkerConfig | None = None) -> Any:
@@ -21,7 +67,8 @@ def make_app(cfg: config.WorkerConfig | None = None) -> Any:
         task_default_queue=config.QUEUE,
         task_routes={config.TASK_NAME: {"queue": config.QUEUE}},
         task_acks_late=True,
-        task_reject_on_worker_lost=True,
+        task_reject_on_worker_lost=False,
+        task_acks_on_failure_or_timeout=True,
         task_ignore_result=True,
         task_serializer="json",
         accept_content=["json"],

@@ -1,7 +1,8 @@
 """``ascension-worker``: run an AI worker, probe it, or explain where the sweeper went.
 
 ascension-worker run      the Celery worker on queue ascension.moves (prefork, prefetch 1,
-                          WORKER_CONCURRENCY processes), metrics on WORKER_METRICS_PORT
+                          WORKER_CONCURRENCY processes, bots in supervised bot hosts),
+                          metrics on WORKER_METRICS_PORT
 ascension-worker check    exit 0 when this host's worker answers a ping through the broker
 ascension-worker check --local
                           exit 0 while this host's worker writes its heartbeat file (the
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -37,6 +39,16 @@ def _multiproc_dir() -> str:
     Path(path).mkdir(parents=True, exist_ok=True)
     for f in Path(path).glob("*.db"):
         f.unlink()
+    return path
+
+
+def _state_dir() -> str:
+    """The node's bot records and slot locks (ai_workers/slots.py): a fresh temp dir per run,
+    shared by the pool's processes."""
+    from ai_workers.slots import STATE_DIR_ENV
+
+    path = tempfile.mkdtemp(prefix="ascension-worker-bots-")
+    os.environ[STATE_DIR_ENV] = path
     return path
 
 
@@ -100,6 +112,7 @@ def run(cfg: config.WorkerConfig) -> int:
     if "prometheus_client" in sys.modules and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         raise RuntimeError("prometheus_client was imported before its multiprocess dir was set")
     _multiproc_dir()
+    state = _state_dir()
     os.environ.setdefault("ENGINE_ADDRESS", cfg.engine_address)
     from ai_workers.celery_app import app
 
@@ -120,7 +133,10 @@ def run(cfg: config.WorkerConfig) -> int:
         "--without-gossip",
         "--without-mingle",
     ]  # fmt: skip
-    app.worker_main(argv)
+    try:
+        app.worker_main(argv)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
     return 0
 
 

@@ -1,7 +1,9 @@
-"""The worker's settings, from environment variables (see docs/bots.md)."""
+"""The worker's settings, from environment variables (see docs/operations.md and
+docs/reliability.md)."""
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from collections.abc import Mapping
@@ -39,6 +41,19 @@ def _secret(env: Mapping[str, str], key: str) -> str:
     return raw
 
 
+def _float(env: Mapping[str, str], key: str, default: float) -> float:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{key}={raw!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{key}={raw!r} is not a finite number")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
     broker_url: str
@@ -51,12 +66,27 @@ class WorkerConfig:
     time_limit: int
     visibility_timeout: int  # Redis broker: an unacknowledged task is redelivered after this
     max_retries: int
+    # Bots are untrusted code with a deadline (ai_workers/supervisor.py):
+    decision_grace: float  # a decision ends within the seat's budget + this many seconds
+    bot_load_seconds: float  # starting a bot process and loading a bot into it
+    slots_per_bot: (
+        int  # of this node's WORKER_CONCURRENCY slots, one bot name may hold; 0 = all but one
+    )
+    quarantine_failures: int  # overruns in a row after which a bot is not asked (0 = never)
+    quarantine_seconds: float  # how long a misbehaving bot is quarantined / held to one slot
 
     @property
     def node(self) -> str:
         """The node name of a worker started by this process (two workers on one host differ
         by their process ids; in containers, by their host names)."""
         return self.node_name.replace("%h", socket.gethostname()).replace("%p", str(os.getpid()))
+
+    @property
+    def bot_slots(self) -> int:
+        """Slots one bot name may hold on this node: one is always left to the others."""
+        if self.slots_per_bot > 0:
+            return min(self.slots_per_bot, self.concurrency)
+        return max(1, self.concurrency - 1)
 
 
 def load(env: Mapping[str, str] | None = None) -> WorkerConfig:
@@ -74,6 +104,11 @@ def load(env: Mapping[str, str] | None = None) -> WorkerConfig:
         time_limit=hard,
         visibility_timeout=_int(env, "WORKER_VISIBILITY_TIMEOUT", hard + 30),
         max_retries=_int(env, "WORKER_MAX_RETRIES", 3),
+        decision_grace=_float(env, "WORKER_DECISION_GRACE_SECONDS", 5.0),
+        bot_load_seconds=_float(env, "WORKER_BOT_LOAD_SECONDS", 30.0),
+        slots_per_bot=_int(env, "WORKER_SLOTS_PER_BOT", 0),
+        quarantine_failures=_int(env, "WORKER_BOT_QUARANTINE_FAILURES", 3),
+        quarantine_seconds=_float(env, "WORKER_BOT_QUARANTINE_SECONDS", 300.0),
     )
     problems = []
     if not 0 <= cfg.metrics_port <= 65535:
@@ -91,6 +126,16 @@ def load(env: Mapping[str, str] | None = None) -> WorkerConfig:
         problems.append("WORKER_VISIBILITY_TIMEOUT must be above WORKER_TIME_LIMIT")
     if not 0 <= cfg.max_retries <= 20:
         problems.append("WORKER_MAX_RETRIES must be 0..20")
+    if not 0 < cfg.decision_grace <= 60:
+        problems.append("WORKER_DECISION_GRACE_SECONDS must be above 0 and at most 60")
+    if not 0 < cfg.bot_load_seconds <= 600:
+        problems.append("WORKER_BOT_LOAD_SECONDS must be above 0 and at most 600")
+    if cfg.slots_per_bot < 0:
+        problems.append("WORKER_SLOTS_PER_BOT must be 0 (all slots but one) or more")
+    if cfg.quarantine_failures < 0:
+        problems.append("WORKER_BOT_QUARANTINE_FAILURES must be 0 (never) or more")
+    if cfg.quarantine_seconds < 0:
+        problems.append("WORKER_BOT_QUARANTINE_SECONDS must not be negative")
     if problems:
         raise ValueError("; ".join(problems))
     return cfg

@@ -4,6 +4,11 @@ A bot that cannot be loaded, raises, or answers an action that is not legal is l
 legal fallback move is played instead: the heuristic policy's choice on the same view (or,
 should even that fail, the first legal action, which is ending the turn or declining when
 those are allowed).
+
+:func:`decide` runs the bot in this process (the bot host does, and the benchmarks);
+:func:`supervised_decide` is what a worker does: it asks the process's bot host
+(``ai_workers.supervisor``) under the seat's deadline, and plays the fallback itself when the
+bot overruns, kills its process or answers nonsense (logged at WARNING, counted by the caller).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from ai_workers.bots.knowledge import knowledge
 from ai_workers.bots.policy import best_action
 from ai_workers.bots.registry import load_bot
 from ai_workers.bots.settings import BotSettings
+from ai_workers.supervisor import BotFailed, BotHost
 from engine_service import rules
 
 log = logging.getLogger("ascension.worker.decide")
@@ -77,4 +83,64 @@ def decide(view: rules.View | None, legal: list[int], settings: BotSettings) -> 
         action = fallback_action(view, legal)
     return Decision(
         action, settings.name, time.perf_counter() - start, why, iterations, search_seconds
+    )
+
+
+def deadline_seconds(settings: BotSettings, grace: float) -> float:
+    """How long a decision may take: the seat's budget plus the grace."""
+    return settings.budget_ms / 1000 + grace
+
+
+def supervised_decide(
+    view: rules.View | None,
+    rules_view: bytes,
+    legal: list[int],
+    settings: BotSettings,
+    host: BotHost,
+    grace: float,
+    where: str = "",
+) -> Decision:
+    """The bot's move, asked of ``host`` within ``deadline_seconds``, or a legal fallback.
+    ``where`` names the decision in log lines (game, seat, version)."""
+    if not legal:
+        raise ValueError("no legal action to choose from")
+    start = time.perf_counter()
+    if view is None:
+        return Decision(fallback_action(None, legal), settings.name, 0.0, "no rules view")
+    seconds = deadline_seconds(settings, grace)
+    try:
+        a = host.choose(settings.to_payload(), rules_view, list(legal), seconds)
+    except BotFailed as e:
+        log.warning(
+            "bot %r %s: %s (deadline %.1fs = budget %.1fs + grace %.1fs); playing a fallback move",
+            settings.name,
+            where or f"seat {view.seat}",
+            e,
+            seconds,
+            settings.budget_ms / 1000,
+            grace,
+        )
+        return Decision(
+            fallback_action(view, legal), settings.name, time.perf_counter() - start, e.reason
+        )
+    if a.action not in legal:
+        log.error(
+            "bot %r answered %r, not a legal action of seat %s; playing a fallback move",
+            settings.name,
+            a.action,
+            view.seat,
+        )
+        return Decision(
+            fallback_action(view, legal),
+            settings.name,
+            time.perf_counter() - start,
+            "illegal action",
+        )
+    return Decision(
+        a.action,
+        settings.name,
+        time.perf_counter() - start,
+        a.fallback,
+        a.iterations,
+        a.search_seconds,
     )

@@ -19,6 +19,8 @@ from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ai_workers.supervisor import BAD_ANSWER, BOT_DIED, DEADLINE, LOAD_FAILED, LOAD_TIMEOUT
+
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
 DECISION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -28,8 +30,17 @@ IPS_BUCKETS = (100, 250, 500, 1000, 1500, 2000, 3000, 4000, 6000, 8000, 12000, 2
 moves = Counter("ascension_worker_moves_total", "AI moves submitted, by bot", ["bot"])
 fallbacks = Counter(
     "ascension_worker_fallback_moves_total",
-    "moves played by the fallback because the bot raised or answered an illegal action",
+    "moves played by the fallback instead of the bot: it raised, answered an illegal action,"
+    " overran its deadline (deadline, load_timeout), killed its process (bot_died), is"
+    " quarantined, or the move was dead-lettered (dead_letter)",
     ["bot", "reason"],
+)
+DEAD_LETTER_REASONS = ("worker_lost", "time_limit", "redelivered")
+dead_letters = Counter(
+    "ascension_worker_dead_letters_total",
+    "move tasks not delivered again: their worker process died (worker_lost), they hit the"
+    " hard time limit (time_limit), or the broker delivered them again (redelivered)",
+    ["reason"],
 )
 decision_seconds = Histogram(
     "ascension_worker_decision_seconds", "time to choose a move", ["bot"], buckets=DECISION_BUCKETS
@@ -53,7 +64,7 @@ queue_wait = Histogram(
 )
 outcomes = Counter(
     "ascension_worker_move_outcomes_total",
-    "what became of each move request: played, stale, lost_race, replayed, gone",
+    "what became of each move request: played, stale, lost_race, replayed, gone, expired, deferred",
     ["outcome"],
 )
 
@@ -62,12 +73,26 @@ outcomes = Counter(
 FALLBACK_BOT_RAISED = "bot_raised"
 FALLBACK_ILLEGAL_ACTION = "illegal_action"
 FALLBACK_NO_RULES_VIEW = "no_rules_view"
-FALLBACK_REASONS = (FALLBACK_BOT_RAISED, FALLBACK_ILLEGAL_ACTION, FALLBACK_NO_RULES_VIEW)
-OUTCOMES = ("played", "stale", "lost_race", "replayed", "gone")
+# The bot was not asked: quarantined on this worker, or its move was dead-lettered.
+FALLBACK_QUARANTINED = "quarantined"
+FALLBACK_DEAD_LETTER = "dead_letter"
+# The bot host gave no usable answer (ai_workers/supervisor.py).
+SUPERVISOR_REASONS = (DEADLINE, LOAD_TIMEOUT, BOT_DIED, LOAD_FAILED, BAD_ANSWER)
+FALLBACK_REASONS = (
+    FALLBACK_BOT_RAISED,
+    FALLBACK_ILLEGAL_ACTION,
+    FALLBACK_NO_RULES_VIEW,
+    *SUPERVISOR_REASONS,
+    FALLBACK_QUARANTINED,
+    FALLBACK_DEAD_LETTER,
+)
+OUTCOMES = ("played", "stale", "lost_race", "replayed", "gone", "expired", "deferred")
 
 
 def fallback_reason(why: str) -> str:
     """The `reason` label of a fallback, from ai_workers.decide's explanation."""
+    if why in FALLBACK_REASONS:
+        return why
     if why.startswith("raised"):
         return FALLBACK_BOT_RAISED
     if why == "illegal action":
@@ -83,6 +108,8 @@ def preinitialise(bots: Iterable[str]) -> None:
         moves.labels(bot)
         for reason in FALLBACK_REASONS:
             fallbacks.labels(bot, reason)
+    for reason in DEAD_LETTER_REASONS:
+        dead_letters.labels(reason)
     task_failures.inc(0)
     task_retries.inc(0)
 

@@ -1,10 +1,16 @@
 """One AI move, start to finish: the function the Celery task and the engine's embedded
 process pool both run (``ai_workers.runner:play_move``).
 
+0. Drop the request if it expired (``expires_at``, set by the engine's dispatcher): the
+   engine sends the move again after that, so an older copy must not be played.
 1. Read the seat's view with its token (``GetGame``).
 2. Drop the move if it is stale: the game moved on (another version) or the seat is not the
    one to move any more.
-3. Let the seat's bot choose on the rules view (with a legal fallback if the bot fails).
+3. Let the seat's bot choose on the rules view, in the process's supervised bot host and
+   within the seat's budget plus the grace (``ai_workers/supervisor.py``), with a legal
+   fallback if the bot fails, overruns, or is quarantined on this node for misbehaving
+   (``ai_workers/slots.py``). A dead-lettered move (``fallback_only``) plays the fallback
+   without asking the bot.
 4. ``SubmitAction`` with the version the bot planned on and the idempotency key
    ``ai:{game}:{seat}:{version}``: a lost race (``ABORTED``/``FAILED_PRECONDITION``) is
    dropped, never retried, and a repeated submit is never applied twice.
@@ -15,15 +21,18 @@ engine's sweeper re-dispatches moves that waited too long).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
+
+from ai_workers import config, metrics, slots, supervisor
 from ai_workers import engine_client as ec
-from ai_workers import metrics
 from ai_workers.bots.settings import BotSettings, BotSettingsError
-from ai_workers.decide import Decision, decide
+from ai_workers.decide import Decision, fallback_action, supervised_decide
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2
 
@@ -31,6 +40,35 @@ log = logging.getLogger("ascension.worker.runner")
 DEFAULT_ENGINE_ADDRESS = "localhost:50051"
 
 PLAYED, STALE, LOST_RACE, REPLAYED, GONE = "played", "stale", "lost_race", "replayed", "gone"
+EXPIRED = "expired"
+DEFERRED = "deferred"  # ai_workers.tasks: the bot held its share of the worker's slots
+QUARANTINED, DEAD_LETTER = metrics.FALLBACK_QUARANTINED, metrics.FALLBACK_DEAD_LETTER
+
+
+@functools.cache
+def worker_config() -> config.WorkerConfig:
+    """The worker settings of this process (the defaults if the environment is unusable: the
+    engine's embedded AI process reads the same variables)."""
+    try:
+        return config.load()
+    except ValueError as e:
+        log.error("worker settings: %s; using the defaults", e)
+        return config.load({})
+
+
+def bot_records() -> slots.BotRecords:
+    cfg = worker_config()
+    return slots.records(cfg.bot_slots, cfg.quarantine_failures, cfg.quarantine_seconds)
+
+
+def describe(payload: dict[str, Any]) -> str:
+    """The payload as logs and task headers may show it: never the token."""
+    bot = payload.get("bot")
+    name = bot.get("name") if isinstance(bot, dict) else bot
+    shown: dict[str, Any] = {
+        k: payload[k] for k in ("game_id", "seat", "version", "attempt") if k in payload
+    }
+    return repr({**shown, "bot": name})
 
 
 def idempotency_key(game_id: str, seat: int, version: int) -> str:
@@ -61,13 +99,26 @@ def play_move(
     bot: dict[str, Any],
     engine_address: str = "",
     enqueued_at: float = 0.0,
+    attempt: int = 1,
+    expires_at: float = 0.0,
+    fallback_only: bool = False,
     **extra: Any,
 ) -> str:
     """Play the AI move the engine asked for; returns what became of it: ``played``,
-    ``replayed`` (an earlier attempt had already submitted it), ``stale``, ``lost_race`` or
-    ``gone`` (the game no longer exists)."""
+    ``replayed`` (an earlier attempt had already submitted it), ``stale``, ``lost_race``,
+    ``gone`` (the game no longer exists) or ``expired`` (the engine sends it again)."""
     if extra:
         log.debug("ignoring unknown payload keys %s", sorted(extra))
+    if expires_at and time.time() > expires_at:
+        log.info(
+            "move of game %s seat %s v%s (dispatch %s) expired %.1fs ago unplayed; dropped",
+            game_id,
+            seat,
+            version,
+            attempt,
+            time.time() - expires_at,
+        )
+        return _done(EXPIRED)
     if enqueued_at:
         metrics.queue_wait.observe(max(0.0, time.time() - enqueued_at))
     address = engine_address or os.environ.get("ENGINE_ADDRESS", DEFAULT_ENGINE_ADDRESS)
@@ -105,7 +156,7 @@ def play_move(
         except Exception as e:
             log.error("game %s seat %s: unreadable rules view (%s)", game_id, seat, e)
             view = None
-        d = decide(view, legal, settings)
+        d = _decide(game_id, seat, version, view, gv.rules_view, legal, settings, fallback_only)
     metrics.decision_seconds.labels(settings.name).observe(d.seconds)
     if d.fallback:
         metrics.fallbacks.labels(settings.name, metrics.fallback_reason(d.fallback)).inc()
@@ -152,3 +203,49 @@ def play_move(
         f" (fallback: {d.fallback})" if d.fallback else "",
     )
     return _done(PLAYED)
+
+
+def _decide(
+    game_id: str,
+    seat: int,
+    version: int,
+    view: rules.View | None,
+    rules_view: bytes,
+    legal: list[int],
+    settings: BotSettings,
+    fallback_only: bool,
+) -> Decision:
+    """The bot's decision under supervision, or the fallback where the bot is not to be asked;
+    a bot's overrun or death is recorded against it on this node."""
+    cfg = worker_config()
+    records = bot_records()
+    why = DEAD_LETTER if fallback_only else ""
+    if not why and records.quarantined(settings.name):
+        why = QUARANTINED
+    if why:
+        start = time.perf_counter()
+        action = fallback_action(view, legal)
+        return Decision(action, settings.name, time.perf_counter() - start, why)
+    host = supervisor.host(cfg.bot_load_seconds, cfg.log_level)
+    where = f"game {game_id} seat {seat} v{version}"
+    start = time.perf_counter()
+    try:
+        d = supervised_decide(view, rules_view, legal, settings, host, cfg.decision_grace, where)
+    except SoftTimeLimitExceeded:  # the task's own limit struck first (a long load + budget)
+        log.warning("bot %r %s: the task's soft time limit struck; playing a fallback move",
+                    settings.name, where)  # fmt: skip
+        action = fallback_action(view, legal)
+        d = Decision(action, settings.name, time.perf_counter() - start, supervisor.DEADLINE)
+    if d.fallback in supervisor.MISBEHAVIOUR:
+        r = records.misbehaved(settings.name)
+        if records.quarantined(settings.name):
+            log.warning(
+                "bot %r misbehaved %d times in a row: quarantined on this worker for %.0fs "
+                "(its seats play the fallback move)",
+                settings.name,
+                r.failures,
+                records.quarantine_seconds,
+            )
+    elif not d.fallback:
+        records.behaved(settings.name)
+    return d

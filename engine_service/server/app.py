@@ -14,7 +14,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from engine_service.api.ascension.v1 import engine_pb2
 from engine_service.server.config import Settings
-from engine_service.server.dispatch import make_dispatcher
+from engine_service.server.dispatch import make_dispatcher, message_ttl
 from engine_service.server.games import Games
 from engine_service.server.grpc_compat import aio
 from engine_service.server.health import Health
@@ -146,6 +146,7 @@ async def serve(
             settings.broker_url,
             settings.local_ai_target,
             settings.local_ai_processes,
+            message_ttl(settings.ai_stall_seconds) if settings.ai_sweep_seconds > 0 else 0.0,
         ),
         ai_credentials,
     )
@@ -213,7 +214,13 @@ async def serve(
         for name in ("", SERVICE):
             await health.set(name, health_pb2.HealthCheckResponse.SERVING)
         sweeper = Sweeper(
-            store, dispatcher, metrics, settings.ai_sweep_seconds, settings.ai_stall_seconds
+            store,
+            dispatcher,
+            metrics,
+            settings.ai_sweep_seconds,
+            settings.ai_stall_seconds,
+            games,
+            settings.ai_max_dispatches,
         )
         housekeeping = asyncio.gather(
             sweeper.run(housekeeping_stop), _tidy(store, housekeeping_stop)

@@ -164,6 +164,13 @@ OPTIONS: tuple[Option, ...] = (
         "re-dispatch AI moves older than this",
     ),
     Option(
+        "ENGINE_AI_MAX_DISPATCHES",
+        "ai_max_dispatches",
+        int,
+        3,
+        "after this many unanswered dispatches the engine plays the first legal action (0 = never)",
+    ),
+    Option(
         "ENGINE_REDIS_TIMEOUT_SECONDS", "redis_timeout_seconds", float, 5.0, "Redis socket timeout"
     ),
     Option("LOG_LEVEL", "log_level", str, "INFO", "DEBUG, INFO, WARNING, ERROR"),
@@ -213,6 +220,7 @@ class Settings:
     local_ai_processes: int = 1
     ai_sweep_seconds: float = 30.0
     ai_stall_seconds: float = 60.0
+    ai_max_dispatches: int = 3
     redis_timeout_seconds: float = 5.0
     log_level: str = "INFO"
     tls_cert_file: str = ""
@@ -325,6 +333,8 @@ class Settings:
         ):
             if fvalue < 0:
                 problems.append(f"{name} must not be negative")
+        if self.ai_max_dispatches < 0:
+            problems.append("ENGINE_AI_MAX_DISPATCHES must be 0 (never) or more")
         if ":" not in self.local_ai_target:
             problems.append("ENGINE_LOCAL_AI_TARGET must be 'module:function'")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):

@@ -1,7 +1,17 @@
 """Handing an AI seat's move to whoever plays it: Celery workers, or local processes.
 
 The server never imports bot code. Celery: the task is sent by name to the queue the workers
-consume, through an app made from the broker URL only. Local (the embedded default): a pool of
+consume, through an app made from the broker URL only. Each message
+
+- has a deterministic task id, ``{game}:{version}:{attempt}`` (``attempt`` counts the
+  dispatches of that move: the sweeper's re-dispatches add one);
+- expires ``message_ttl`` seconds after it was sent (``expires_at`` in its kwargs, which the
+  worker checks before anything else, and the AMQP ``expiration`` property, with which
+  RabbitMQ drops it unread). The sweeper sends a move again only after the TTL plus a margin,
+  so at most one copy of a (game, version) move can still be delivered (docs/reliability.md);
+- shows no seat token outside its body: ``argsrepr``/``kwargsrepr`` are set here, without it.
+
+Local (the embedded default): a pool of
 spawned processes runs the function named by ``ENGINE_LOCAL_AI_TARGET`` ("module:function",
 imported inside the child) with the payload as keyword arguments; that function connects to
 ``engine_address`` and submits the move like any client.
@@ -17,6 +27,7 @@ import importlib
 import logging
 import multiprocessing
 import threading
+import time
 from typing import Any
 
 log = logging.getLogger("ascension.engine.dispatch")
@@ -25,6 +36,26 @@ TASK_NAME = "ascension.choose_move"
 QUEUE = "ascension.moves"
 
 Payload = dict[str, Any]
+
+
+def message_ttl(stall_seconds: float) -> float:
+    """How long a dispatched move may wait to be delivered: the stall time less a margin for
+    clocks that disagree (a quarter of it, at most 5 s); 0 = no expiry."""
+    return max(0.0, stall_seconds - min(5.0, stall_seconds / 4))
+
+
+def task_id(payload: Payload) -> str:
+    return f"{payload['game_id']}:{payload['version']}:{payload.get('attempt', 1)}"
+
+
+def describe(payload: Payload) -> str:
+    """The payload as task headers and logs may show it: never the token."""
+    bot = payload.get("bot")
+    name = bot.get("name") if isinstance(bot, dict) else bot
+    shown: dict[str, Any] = {
+        k: payload[k] for k in ("game_id", "seat", "version", "attempt") if k in payload
+    }
+    return repr({**shown, "bot": name})
 
 
 class Dispatcher(abc.ABC):
@@ -55,9 +86,10 @@ class NoDispatcher(Dispatcher):
 class CeleryDispatcher(Dispatcher):
     name = "celery"
 
-    def __init__(self, broker_url: str) -> None:
+    def __init__(self, broker_url: str, message_ttl: float = 0.0) -> None:
         from celery import Celery
 
+        self.message_ttl = message_ttl
         self.app = Celery("ascension-engine", broker=broker_url, set_as_current=False)
         self.app.conf.broker_connection_retry_on_startup = True
         self.app.conf.task_default_queue = QUEUE
@@ -67,7 +99,21 @@ class CeleryDispatcher(Dispatcher):
         )
 
     def _send(self, payload: Payload) -> None:
-        self.app.send_task(TASK_NAME, kwargs=payload, queue=QUEUE)
+        kwargs = payload
+        options: dict[str, Any] = {}
+        if self.message_ttl > 0:
+            sent = float(payload.get("enqueued_at") or time.time())
+            kwargs = {**payload, "expires_at": sent + self.message_ttl}
+            options["expiration"] = self.message_ttl  # AMQP brokers drop it unread
+        self.app.send_task(
+            TASK_NAME,
+            kwargs=kwargs,
+            queue=QUEUE,
+            task_id=task_id(payload),
+            argsrepr="()",
+            kwargsrepr=describe(payload),
+            **options,
+        )
 
     async def dispatch(self, payload: Payload) -> None:
         loop = asyncio.get_running_loop()
@@ -144,9 +190,11 @@ class LocalDispatcher(Dispatcher):
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-def make_dispatcher(mode: str, broker_url: str, target: str, processes: int) -> Dispatcher:
+def make_dispatcher(
+    mode: str, broker_url: str, target: str, processes: int, message_ttl: float = 0.0
+) -> Dispatcher:
     if mode == "celery":
-        return CeleryDispatcher(broker_url)
+        return CeleryDispatcher(broker_url, message_ttl)
     if mode == "local":
         return LocalDispatcher(target, processes)
     return NoDispatcher()

@@ -104,6 +104,12 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.ai_fallback_moves = Counter(
+            "ascension_ai_fallback_moves",
+            "AI moves the engine played itself (the first legal action) after"
+            " ENGINE_AI_MAX_DISPATCHES dispatches went unanswered",
+            registry=r,
+        )
         self.ai_wait = Gauge(
             "ascension_ai_seat_wait_seconds",
             "longest current wait of an AI seat to move",

@@ -1,8 +1,17 @@
-"""Housekeeping of one server: re-dispatch AI moves that waited too long, refresh the gauges.
+"""Housekeeping of one server: re-dispatch AI moves that waited too long, play the engine's
+own fallback for moves nobody answers, refresh the gauges.
 
 Several replicas may sweep the same store: a re-dispatch is claimed with a compare-and-set on
 the pending record, so one replica sends it. A duplicate would be harmless anyway: a worker
 submits with the version it planned on and an idempotency key.
+
+The pending record's payload counts its dispatches (``attempt``, 1 for the first). A move
+dispatched ``max_dispatches`` times and still unanswered after the stall time is played by
+the engine itself (the backstop for bots and workers that never answer): the first legal
+action of the AI seat, which is ending the turn or declining where that is allowed, submitted
+through ``Games.submit`` with a credential minted for that move (the engine never imports
+bot code),
+counted (``ascension_ai_fallback_moves_total``) and logged at WARNING.
 """
 
 from __future__ import annotations
@@ -12,18 +21,37 @@ import contextlib
 import json
 import logging
 import time
+from typing import Any, Protocol
 
+from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.server.dispatch import Dispatcher
+from engine_service.server.errors import Code, ServiceError
 from engine_service.server.metrics import Metrics
-from engine_service.store import Store, StoreError
+from engine_service.server.tokens import AiCredentials
+from engine_service.store import PendingAI, Store, StoreError
 
 log = logging.getLogger("ascension.engine.sweeper")
 GAUGE_SECONDS = 5.0
 BATCH = 200
 
 
+class MovePlayer(Protocol):
+    """What the sweeper needs of ``Games`` to play a fallback move: the AI seats' credentials
+    (a move's credential is minted as it is needed; stored payloads hold none)."""
+
+    ai_credentials: AiCredentials
+
+    async def legal_actions(self, game_id: str, token: str) -> epb.ListLegalActionsResponse: ...
+
+    async def submit(self, req: epb.SubmitActionRequest) -> epb.SubmitActionResponse: ...
+
+
 def encode_payload(payload: dict[str, object]) -> bytes:
     return json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+
+
+def fallback_key(game_id: str, seat: int, version: int) -> str:
+    return f"ai-fallback:{game_id}:{seat}:{version}"
 
 
 class Sweeper:
@@ -34,29 +62,45 @@ class Sweeper:
         metrics: Metrics,
         sweep_seconds: float,
         stall_seconds: float,
+        games: MovePlayer | None = None,
+        max_dispatches: int = 0,
     ) -> None:
         self.store = store
         self.dispatcher = dispatcher
         self.metrics = metrics
         self.sweep_seconds = sweep_seconds
         self.stall_seconds = stall_seconds
+        self.games = games
+        self.max_dispatches = max_dispatches  # 0: re-dispatch for ever, never play a fallback
 
     async def sweep_once(self) -> int:
-        """Re-dispatch every AI move whose last dispatch is older than the stall time."""
+        """Re-dispatch every AI move whose last dispatch is older than the stall time (or play
+        its fallback); returns how many moves were sent or played."""
         now = time.time()
         sent = 0
         for p in await self.store.stalled_ai(now - self.stall_seconds, BATCH):
             payload = json.loads(p.payload)
             if now - float(payload.get("enqueued_at", 0)) < self.stall_seconds:
                 continue
+            attempt = int(payload.get("attempt", 1) or 1)
+            give_up = (
+                self.games is not None and self.max_dispatches > 0 and attempt >= self.max_dispatches
+            )
             payload["enqueued_at"] = now
+            if not give_up:
+                payload["attempt"] = attempt + 1
             if not await self.store.claim_redispatch(p.game_id, p.payload, encode_payload(payload)):
                 continue
+            if give_up:
+                sent += await self._play_fallback(p, payload, attempt)
+                continue
             log.info(
-                "re-dispatching the AI move of game %s seat %s (version %s), waiting %.0fs",
+                "re-dispatching the AI move of game %s seat %s (version %s, dispatch %d), "
+                "waiting %.0fs",
                 p.game_id,
                 payload.get("seat"),
                 p.version,
+                attempt + 1,
                 now - p.first_enqueued,
             )
             try:
@@ -66,6 +110,45 @@ class Sweeper:
             self.metrics.ai_enqueued.labels("sweep").inc()
             sent += 1
         return sent
+
+    async def _play_fallback(self, p: PendingAI, payload: dict[str, Any], attempts: int) -> int:
+        """Submit the AI seat's first legal action at the pending version; 1 if it was played."""
+        assert self.games is not None
+        seat = int(payload.get("seat", -1))
+        token = self.games.ai_credentials.mint(p.game_id, seat, p.version)
+        try:
+            legal = await self.games.legal_actions(p.game_id, token)
+            if legal.version != p.version or legal.to_move != seat or not legal.actions:
+                return 0  # the game moved on meanwhile
+            action = legal.actions[0]
+            await self.games.submit(
+                epb.SubmitActionRequest(
+                    game_id=p.game_id,
+                    token=token,
+                    expected_version=p.version,
+                    action=action.id,
+                    idempotency_key=fallback_key(p.game_id, seat, p.version),
+                    view_detail=epb.VIEW_DETAIL_LEGAL_ACTIONS,
+                )
+            )
+        except ServiceError as e:
+            if e.code in (Code.ABORTED, Code.FAILED_PRECONDITION, Code.NOT_FOUND):
+                return 0  # answered, or the game is gone, since the sweep began
+            log.warning("the engine's fallback move for game %s failed: %s", p.game_id, e)
+            return 0
+        self.metrics.ai_fallback_moves.inc()
+        log.warning(
+            "AI move of game %s seat %s (version %s, bot %r) unanswered after %d dispatches "
+            "over %.0fs: the engine played the first legal action (%s)",
+            p.game_id,
+            seat,
+            p.version,
+            (payload.get("bot") or {}).get("name"),
+            attempts,
+            time.time() - p.first_enqueued,
+            action.kind,
+        )
+        return 1
 
     async def refresh_gauges(self) -> None:
         oldest = await self.store.oldest_ai_wait_start()

@@ -87,7 +87,9 @@ def engine(redis_url: str, plugin_path: str) -> Iterator[support.Engine]:
     e.stop()
 
 
-def start_worker(redis_url: str, plugin_path: str, tmp_path: Path, name: str) -> Worker:
+def start_worker(
+    redis_url: str, plugin_path: str, tmp_path: Path, name: str, **extra_env: str
+) -> Worker:
     port = support.free_port()
     env = {
         **os.environ,
@@ -98,6 +100,7 @@ def start_worker(redis_url: str, plugin_path: str, tmp_path: Path, name: str) ->
         "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / f"metrics-{name}"),
         "LOG_LEVEL": "INFO",
         "PYTHONPATH": plugin_path,
+        **extra_env,
     }
     log_path = tmp_path / f"{name}.log"
     with log_path.open("wb") as log:

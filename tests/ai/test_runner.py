@@ -10,7 +10,7 @@ from typing import Any
 import grpc  # type: ignore[import-untyped]
 import pytest
 
-from ai_workers import engine_client, runner
+from ai_workers import decide, engine_client, runner
 from ai_workers.bots import BotSettings, registry
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
@@ -52,6 +52,19 @@ def new_game(
     return game, payload
 
 
+@pytest.fixture
+def in_process_bots(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bots of these race tests are objects of the test (they hold its engine): run them in
+    this process instead of the bot host, which would not know them (the host is tested in
+    test_supervisor.py and tests/reliability/test_bad_bots.py)."""
+
+    def decide_here(view: Any, rules_view: bytes, legal: list[int], settings: BotSettings,
+                    *_: Any) -> Any:  # fmt: skip
+        return decide.decide(view, legal, settings)
+
+    monkeypatch.setattr(runner, "supervised_decide", decide_here)
+
+
 def version(engine: support.Engine, game_id: str) -> int:
     v: int = engine.stub().GetGame(epb.GetGameRequest(game_id=game_id), timeout=CALL).version
     return v
@@ -89,7 +102,7 @@ class SomeoneElseMovesFirst:
 
 
 def test_a_lost_race_is_dropped_not_retried(
-    engine: support.Engine, monkeypatch: pytest.MonkeyPatch
+    engine: support.Engine, monkeypatch: pytest.MonkeyPatch, in_process_bots: None
 ) -> None:
     game, p = new_game(engine)
     monkeypatch.setitem(
@@ -114,7 +127,7 @@ class SecondWorker:
 
 
 def test_two_workers_on_one_move_apply_it_once(
-    engine: support.Engine, monkeypatch: pytest.MonkeyPatch
+    engine: support.Engine, monkeypatch: pytest.MonkeyPatch, in_process_bots: None
 ) -> None:
     game, p = new_game(engine)
     q = {**p, "bot": {**p["bot"], "name": "twice"}}
@@ -180,7 +193,7 @@ class CountsItsCalls:
 
 
 def test_a_move_with_one_legal_action_is_submitted_without_running_the_bot(
-    engine: support.Engine, monkeypatch: pytest.MonkeyPatch
+    engine: support.Engine, monkeypatch: pytest.MonkeyPatch, in_process_bots: None
 ) -> None:
     # e.g. a Raid the seat has no card to prevent (every victim is asked, so that the question
     # reveals nothing); here the simplest such move: spent out, only ending the turn is left.
@@ -200,3 +213,20 @@ def test_a_move_with_one_legal_action_is_submitted_without_running_the_bot(
     q = {**p, "version": gv.version, "bot": {**p["bot"], "name": "counts"}}
     assert runner.play_move(**q) == runner.PLAYED
     assert version(engine, game.game_id) == gv.version + 1 and bot.calls == 0
+
+
+def test_an_expired_request_is_dropped_unplayed(engine: support.Engine) -> None:
+    game, p = new_game(engine)
+    assert runner.play_move(**{**p, "expires_at": time.time() - 1}) == runner.EXPIRED
+    assert version(engine, game.game_id) == p["version"]
+    assert runner.play_move(**{**p, "expires_at": time.time() + 60}) == runner.PLAYED
+
+
+def test_a_dead_lettered_move_plays_the_fallback_without_the_bot(
+    engine: support.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr(runner, "supervised_decide", lambda *a, **k: asked.append("bot"))
+    game, p = new_game(engine, "ismcts")
+    assert runner.play_move(**{**p, "fallback_only": True}) == runner.PLAYED
+    assert version(engine, game.game_id) == p["version"] + 1 and not asked

@@ -14,7 +14,10 @@ def test_task_is_registered_by_name_with_late_acks_bounded_retries_and_time_limi
 
     task = app.tasks[config.TASK_NAME]
     assert config.TASK_NAME == "ascension.choose_move" and config.QUEUE == "ascension.moves"
-    assert task.acks_late and task.reject_on_worker_lost and task.ignore_result
+    assert task.acks_late and task.ignore_result
+    # a task that killed its worker is acknowledged and dead-lettered, not delivered again
+    assert not task.reject_on_worker_lost and not app.conf.task_reject_on_worker_lost
+    assert app.conf.task_acks_on_failure_or_timeout
     assert task.autoretry_for == (TransientEngineError,) and 0 < task.max_retries <= 5
     assert MAX_TIME_MS / 1000 < task.soft_time_limit < task.time_limit
     conf = app.conf
@@ -39,6 +42,17 @@ def test_defaults_and_environment() -> None:
     assert cfg.node.startswith("a@") and "%h" not in cfg.node
 
 
+def test_bad_bot_settings_and_slots_per_bot() -> None:
+    cfg = config.load({"WORKER_CONCURRENCY": "4"})
+    assert (cfg.decision_grace, cfg.bot_load_seconds) == (5.0, 30.0)
+    assert (cfg.quarantine_failures, cfg.quarantine_seconds) == (3, 300.0)
+    assert cfg.bot_slots == 3  # all but one
+    assert config.load({"WORKER_CONCURRENCY": "1"}).bot_slots == 1
+    cfg = config.load({"WORKER_CONCURRENCY": "4", "WORKER_SLOTS_PER_BOT": "9",
+                       "WORKER_DECISION_GRACE_SECONDS": "0.5"})  # fmt: skip
+    assert cfg.bot_slots == 4 and cfg.decision_grace == 0.5
+
+
 @pytest.mark.parametrize(
     ("env", "message"),
     [
@@ -47,6 +61,11 @@ def test_defaults_and_environment() -> None:
         ({"WORKER_METRICS_PORT": "70000"}, "WORKER_METRICS_PORT must be 0..65535"),
         ({"LOG_LEVEL": "LOUD"}, "LOG_LEVEL must be"),
         ({"WORKER_SOFT_TIME_LIMIT": "30"}, "< WORKER_SOFT_TIME_LIMIT"),
+        ({"WORKER_DECISION_GRACE_SECONDS": "0"}, "WORKER_DECISION_GRACE_SECONDS must be above 0"),
+        ({"WORKER_DECISION_GRACE_SECONDS": "nan"}, "is not a finite number"),
+        ({"WORKER_BOT_LOAD_SECONDS": "soon"}, "WORKER_BOT_LOAD_SECONDS='soon' is not a number"),
+        ({"WORKER_SLOTS_PER_BOT": "-1"}, "WORKER_SLOTS_PER_BOT must be 0"),
+        ({"WORKER_BOT_QUARANTINE_FAILURES": "-2"}, "WORKER_BOT_QUARANTINE_FAILURES must be 0"),
     ],
 )
 def test_bad_settings_are_named(env: dict[str, str], message: str) -> None:
@@ -69,3 +88,42 @@ def test_check_fails_without_a_worker(
 ) -> None:
     monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")  # nothing listens there
     assert cli.main(["check", "--timeout", "0.5"]) == 1
+
+
+def test_log_lines_never_show_a_token(caplog: pytest.LogCaptureFixture) -> None:
+    """Celery's pool logs message bodies at DEBUG: the worker's handlers mask token values."""
+    import logging
+    import weakref
+
+    from celery import signals
+
+    from ai_workers import celery_app
+
+    receivers = [
+        r[1]() if isinstance(r[1], weakref.ReferenceType) else r[1]
+        for r in signals.after_setup_logger.receivers
+    ]
+    assert celery_app._redact_worker_logs in receivers  # on every handler Celery sets up
+    logger = logging.getLogger("test.redaction")
+    handler = logging.Handler()
+    seen: list[str] = []
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    logger.propagate = False
+    celery_app.install_redaction(logger)
+    body = b'[[], {"game_id": "g", "token": "s3cr3t-T0ken_x", "seat": 1}, {}]'
+    logger.warning("TaskPool: Apply (args:%r)", ("ascension.choose_move", body))
+    logger.warning("kwargs %s", {"token": "s3cr3t-T0ken_x"})
+    assert seen and all("s3cr3t" not in line for line in seen)
+    assert "game_id" in seen[0] and "<redacted>" in seen[0]
+
+
+def test_describe_shows_the_move_not_the_token() -> None:
+    from ai_workers import runner
+    from engine_service.server import dispatch
+
+    payload = {"game_id": "g1", "seat": 1, "version": 7, "token": "s3cr3t", "attempt": 2,
+               "bot": {"name": "ismcts", "seed": 3}}  # fmt: skip
+    for text in (runner.describe(payload), dispatch.describe(payload)):
+        assert "s3cr3t" not in text and "g1" in text and "ismcts" in text and "7" in text
+    assert dispatch.task_id(payload) == "g1:7:2"

@@ -111,6 +111,11 @@ def _worker_env() -> tuple[frozenset[str], dict[str, str]]:
         "WORKER_TIME_LIMIT": str(cfg.time_limit),
         "WORKER_VISIBILITY_TIMEOUT": str(cfg.visibility_timeout),
         "WORKER_MAX_RETRIES": str(cfg.max_retries),
+        "WORKER_DECISION_GRACE_SECONDS": _format_default(cfg.decision_grace),
+        "WORKER_BOT_LOAD_SECONDS": _format_default(cfg.bot_load_seconds),
+        "WORKER_SLOTS_PER_BOT": str(cfg.slots_per_bot),
+        "WORKER_BOT_QUARANTINE_FAILURES": str(cfg.quarantine_failures),
+        "WORKER_BOT_QUARANTINE_SECONDS": _format_default(cfg.quarantine_seconds),
     }
     machine_dependent = {"WORKER_CONCURRENCY"}  # the number of CPUs
     unset_by_default = {"CELERY_BROKER_URL_FILE"}  # a file holding the broker URL

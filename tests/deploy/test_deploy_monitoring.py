@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
+from ai_workers import metrics as worker_metrics
 from ai_workers import runner
 from ai_workers.bots.registry import BUILTINS
 from tests.deploy.deploy_support import (
@@ -58,7 +59,7 @@ def recorded_label_values() -> dict[str, frozenset[str]]:
     return {
         "method": rpc_methods(),
         "code": recorded_codes(),
-        "reason": enqueue_reasons(),
+        "reason": enqueue_reasons() | frozenset(worker_metrics.DEAD_LETTER_REASONS),
         "outcome": frozenset(
             {runner.PLAYED, runner.STALE, runner.LOST_RACE, runner.REPLAYED, runner.GONE}
         ),

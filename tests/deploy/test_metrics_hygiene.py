@@ -87,7 +87,10 @@ def test_worker_outcomes_and_fallback_reasons_are_the_runners() -> None:
         runner.LOST_RACE,
         runner.REPLAYED,
         runner.GONE,
+        runner.EXPIRED,
+        runner.DEFERRED,
     }
+    assert worker_metrics.fallback_reason("deadline") == "deadline"  # the supervisor's reasons
     assert worker_metrics.fallback_reason("raised ZeroDivisionError") == "bot_raised"
     assert worker_metrics.fallback_reason("illegal action") == "illegal_action"
     assert worker_metrics.fallback_reason("no rules view") == "no_rules_view"

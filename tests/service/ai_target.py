@@ -14,7 +14,7 @@ from tests.service import support
 
 
 def play_move(game_id: str, seat: int, version: int, token: str, bot: dict[str, Any], engine_address: str,
-              enqueued_at: float) -> str:  # fmt: skip
+              enqueued_at: float, **_: Any) -> str:  # fmt: skip  (re-dispatches add ``attempt``)
     with grpc.insecure_channel(engine_address) as channel:
         stub = rpc.EngineStub(channel)
         view = stub.GetGame(epb.GetGameRequest(game_id=game_id, token=token), timeout=10)

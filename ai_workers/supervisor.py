@@ -1,0 +1,353 @@
+"""Bots are untrusted code with a deadline: the move task runs them in a supervised process.
+
+Each worker process (a Celery pool process, or the engine's embedded AI process) keeps one
+*bot host*: a child process (``python -m ai_workers.supervisor``) that loads bots by name and
+answers one decision at a time over a pipe. It is reused from move to move and replaced when
+it dies or overruns. The supervising side (:class:`BotHost`) allows
+
+- ``WORKER_BOT_LOAD_SECONDS`` to start a host and load a bot into it (a plugin may take a
+  while to import: that time is not taken from a decision);
+- the seat's budget (``BotSettings.budget_ms``) plus ``WORKER_DECISION_GRACE_SECONDS`` for a
+  decision.
+
+Past either, the host's whole process group is killed with SIGKILL (a bot that sleeps, spins,
+ignores signals or swallows ``SoftTimeLimitExceeded`` cannot outlast it) and
+:class:`BotFailed` is raised: the caller plays the fallback move itself. A host that exits
+(``os._exit``, a crash) raises the same. Bot code thus never blocks nor kills the worker
+process. The host dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and a watchdog thread
+that notices being orphaned), so a lost worker leaves no bot behind.
+
+Protocol: each message is a 4-byte big-endian length and a JSON object, one request then one
+answer. ``{"op": "load", "bot": name}`` -> ``{"ok": true}`` or ``{"ok": false, "error": ...}``;
+``{"op": "choose", "view": base64 rules view, "legal": [...], "settings": {...}}`` ->
+``{"action", "fallback", "iterations", "search_seconds"}``. The host keeps the protocol on
+private descriptors: whatever a bot prints goes to the worker's log (stderr).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("ascension.worker.supervisor")
+
+MAX_FRAME = 64 * 1024 * 1024
+PARENT_ENV = "ASCENSION_BOT_HOST_PARENT"
+# Why a decision got no answer from the bot; the first three cost time, so they count as
+# misbehaviour (ai_workers/slots.py: quarantine, one slot).
+DEADLINE, LOAD_TIMEOUT, BOT_DIED, LOAD_FAILED, BAD_ANSWER = (
+    "deadline",
+    "load_timeout",
+    "bot_died",
+    "load_failed",
+    "bad_answer",
+)
+MISBEHAVIOUR = frozenset({DEADLINE, LOAD_TIMEOUT, BOT_DIED})
+
+
+class BotFailed(Exception):
+    """The bot host gave no usable answer; ``reason`` is one of the constants above."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Closed(Exception):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    action: int
+    fallback: str  # set when the host's own decide() fell back (the bot raised, ...)
+    iterations: int
+    search_seconds: float
+
+
+# ---- framing ---------------------------------------------------------------------------------
+
+
+def _frame(obj: dict[str, Any]) -> bytes:
+    data = json.dumps(obj, separators=(",", ":")).encode()
+    return len(data).to_bytes(4, "big") + data
+
+
+def _read_exactly(fd: int, n: int, deadline: float | None) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Timeout
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                raise _Timeout
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            raise _Closed
+        buf += chunk
+    return bytes(buf)
+
+
+def _read_frame(fd: int, deadline: float | None) -> dict[str, Any]:
+    n = int.from_bytes(_read_exactly(fd, 4, deadline), "big")
+    if n > MAX_FRAME:
+        raise ValueError(f"frame of {n} bytes")
+    obj = json.loads(_read_exactly(fd, n, deadline))
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    return obj
+
+
+def _write_all(fd: int, data: bytes, deadline: float) -> None:
+    view = memoryview(data)
+    while view:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Timeout
+        _, ready, _ = select.select([], [fd], [], remaining)
+        if not ready:
+            raise _Timeout
+        try:
+            n = os.write(fd, view[: 1 << 16])
+        except BrokenPipeError:
+            raise _Closed from None
+        view = view[n:]
+
+
+# ---- the supervising side --------------------------------------------------------------------
+
+
+class BotHost:
+    """One bot host process, started on demand; not thread-safe (one decision at a time)."""
+
+    def __init__(self, load_seconds: float, log_level: str = "INFO") -> None:
+        self.load_seconds = load_seconds
+        self.log_level = log_level
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._loaded: set[str] = set()
+        self.started = 0  # hosts started by this object (a restart after a kill counts)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        env = {**os.environ, PARENT_ENV: str(os.getpid()), "LOG_LEVEL": self.log_level}
+        # Its own process group, so that a kill reaches whatever the bot started too.
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ai_workers.supervisor"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+        self._proc = proc
+        self._loaded = set()
+        self.started += 1
+        return proc
+
+    def close(self) -> None:
+        """Kill the host (and its process group) and reap it."""
+        proc, self._proc = self._proc, None
+        self._loaded = set()
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+
+    def _ask(self, request: dict[str, Any], seconds: float, on_timeout: str) -> dict[str, Any]:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        deadline = time.monotonic() + seconds
+        try:
+            _write_all(proc.stdin.fileno(), _frame(request), deadline)
+            return _read_frame(proc.stdout.fileno(), deadline)
+        except _Timeout:
+            self.close()
+            raise BotFailed(
+                on_timeout, f"no answer within {seconds:.1f}s; bot process killed"
+            ) from None
+        except _Closed:
+            try:
+                code: int | None = proc.wait(1.0)  # the pipe closes just before the exit
+            except subprocess.TimeoutExpired:
+                code = None
+            self.close()
+            raise BotFailed(BOT_DIED, f"the bot process exited (status {code})") from None
+        except (ValueError, OSError) as e:
+            self.close()
+            raise BotFailed(BAD_ANSWER, f"unreadable answer ({e}); bot process killed") from None
+        except BaseException:  # e.g. Celery's SoftTimeLimitExceeded while waiting
+            self.close()
+            raise
+
+    def _ensure(self, bot: str) -> None:
+        """A live host with ``bot`` loaded, within the load allowance."""
+        if self._proc is not None and self._proc.poll() is not None:
+            self.close()  # died between decisions
+        if self._proc is None:
+            self._start()
+        if bot in self._loaded:
+            return
+        reply = self._ask({"op": "load", "bot": bot}, self.load_seconds, LOAD_TIMEOUT)
+        if not reply.get("ok"):
+            raise BotFailed(LOAD_FAILED, str(reply.get("error", "unknown error")))
+        self._loaded.add(bot)
+
+    def choose(
+        self,
+        settings: dict[str, Any],
+        rules_view: bytes,
+        legal: list[int],
+        seconds: float,
+    ) -> Answer:
+        """The bot's answer within ``seconds`` (after loading), or :class:`BotFailed`."""
+        self._ensure(str(settings["name"]))
+        reply = self._ask(
+            {
+                "op": "choose",
+                "view": base64.b64encode(rules_view).decode(),
+                "legal": legal,
+                "settings": settings,
+            },
+            seconds,
+            DEADLINE,
+        )
+        try:
+            action = reply["action"]
+            if isinstance(action, bool) or not isinstance(action, int):
+                raise TypeError(f"action {action!r}")
+            return Answer(
+                action,
+                str(reply.get("fallback", "")),
+                int(reply.get("iterations", 0) or 0),
+                float(reply.get("search_seconds", 0.0) or 0.0),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            self.close()
+            raise BotFailed(BAD_ANSWER, f"unreadable answer ({e}); bot process killed") from None
+
+
+_host: BotHost | None = None
+
+
+def host(load_seconds: float, log_level: str = "INFO") -> BotHost:
+    """This process's bot host (one per worker process; killed when the process exits)."""
+    global _host
+    if _host is None or _host.load_seconds != load_seconds:
+        if _host is not None:
+            _host.close()
+        _host = BotHost(load_seconds, log_level)
+        import atexit
+
+        atexit.register(_host.close)
+    return _host
+
+
+# ---- the host process ------------------------------------------------------------------------
+
+
+def _die_with_parent(parent: int) -> None:
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    if parent and os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    if parent:
+        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _answer(request: dict[str, Any]) -> dict[str, Any]:
+    from ai_workers.bots.registry import load_bot
+
+    op = request.get("op")
+    if op == "load":
+        try:
+            load_bot(str(request["bot"]))
+        except Exception as e:
+            log.exception("bot %r failed to load", request.get("bot"))
+            return {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        return {"ok": True}
+    if op == "choose":
+        from ai_workers.bots.settings import BotSettings
+        from ai_workers.decide import decide
+        from engine_service import rules
+
+        view = rules.View.deserialize(base64.b64decode(request["view"]))
+        settings = BotSettings.from_payload(request["settings"])
+        d = decide(view, [int(a) for a in request["legal"]], settings)
+        return {
+            "action": d.action,
+            "fallback": d.fallback,
+            "iterations": d.iterations,
+            "search_seconds": d.search_seconds,
+        }
+    raise ValueError(f"unknown op {op!r}")
+
+
+def serve() -> int:
+    """The host's loop: one request, one answer, until the parent closes the pipe."""
+    inp, out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)  # a bot's print() lands in the worker's log, not in the protocol
+    _die_with_parent(int(os.environ.get(PARENT_ENV, "0") or 0))
+    logging.basicConfig(
+        level=os.environ.get("LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s [bot host %(process)d]: %(message)s",
+    )
+    while True:
+        try:
+            request = _read_frame(inp, None)
+        except _Closed:
+            return 0
+        try:
+            reply = _answer(request)
+        except Exception as e:  # not the bot's doing: a request this host cannot read
+            log.exception("bot host: bad request")
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        data = _frame(reply)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view) :]
+
+
+if __name__ == "__main__":
+    sys.exit(serve())

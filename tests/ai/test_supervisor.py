@@ -1,0 +1,170 @@
+"""The bot host: bot code runs in a supervised process with a deadline (ai_workers/supervisor.py).
+
+Bots that hang, swallow every signal and exception, exit their process, never load, or print
+on stdout are answered with ``BotFailed`` within their allowance (generous bounds below: the
+point is that a bot sleeping an hour does not take an hour), and the host is replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ai_workers import decide as D
+from ai_workers import supervisor
+from ai_workers.bots import BotSettings
+from ai_workers.bots.knowledge import knowledge
+from ai_workers.bots.policy import best_action
+from engine_service import rules
+from tests.ai.bad_bots import install_entry_points
+from tests.ai.positions import play_until
+
+ROOT = Path(__file__).resolve().parents[2]
+SLACK = 15.0  # process start and a loaded machine: far below what a hanging bot would take
+
+
+@pytest.fixture(scope="module")
+def position() -> tuple[rules.View, bytes, list[int]]:
+    s = play_until("ss", 3, 6)
+    view = rules.view(s, s.to_move())
+    return view, view.serialize(), rules.legal_actions(s)
+
+
+@pytest.fixture
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[supervisor.BotHost]:
+    plugins = install_entry_points(tmp_path / "plugins")
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}{os.pathsep}{plugins}")
+    h = supervisor.BotHost(load_seconds=20.0)
+    yield h
+    h.close()
+
+
+def settings(name: str, time_ms: int = 200) -> dict[str, object]:
+    return BotSettings(name=name, time_ms=time_ms, seed=1).to_payload()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_healthy_bot_answers_and_its_host_is_reused(
+    host: supervisor.BotHost, position: tuple[rules.View, bytes, list[int]]
+) -> None:
+    _view, raw, legal = position
+    first = host.choose(settings("heuristic"), raw, legal, 10.0)
+    pid = host.pid
+    second = host.choose(settings("heuristic"), raw, legal, 10.0)
+    assert first.action in legal and second.action == first.action and not first.fallback
+    assert host.pid == pid and host.started == 1
+
+
+@pytest.mark.parametrize("bot", ["sleeper", "stubborn"])
+def test_a_bot_past_its_deadline_is_killed(
+    host: supervisor.BotHost, position: tuple[rules.View, bytes, list[int]], bot: str
+) -> None:
+    _view, raw, legal = position
+    host.choose(settings("heuristic"), raw, legal, 10.0)  # a warm host
+    pid = host.pid
+    assert pid is not None
+    start = time.monotonic()
+    with pytest.raises(supervisor.BotFailed) as e:
+        host.choose(settings(bot), raw, legal, 1.0)
+    assert e.value.reason == supervisor.DEADLINE
+    assert time.monotonic() - start < 1.0 + SLACK
+    assert host.pid is None and not alive(pid)  # SIGKILL: ignored signals do not matter
+    assert host.choose(settings("heuristic"), raw, legal, 10.0).action in legal
+    assert host.started == 2  # a fresh host for the next decision
+
+
+def test_a_bot_that_exits_its_process(
+    host: supervisor.BotHost, position: tuple[rules.View, bytes, list[int]]
+) -> None:
+    _view, raw, legal = position
+    with pytest.raises(supervisor.BotFailed) as e:
+        host.choose(settings("exiter"), raw, legal, 30.0)
+    assert e.value.reason == supervisor.BOT_DIED and "status 3" in e.value.detail
+    assert host.choose(settings("random"), raw, legal, 10.0).action in legal
+
+
+def test_a_bot_that_never_loads(
+    host: supervisor.BotHost, position: tuple[rules.View, bytes, list[int]]
+) -> None:
+    _view, raw, legal = position
+    host.load_seconds = 2.0
+    start = time.monotonic()
+    with pytest.raises(supervisor.BotFailed) as e:
+        host.choose(settings("slow-load"), raw, legal, 10.0)
+    assert e.value.reason == supervisor.LOAD_TIMEOUT
+    assert time.monotonic() - start < 2.0 + SLACK
+
+
+def test_an_unknown_bot_fails_to_load_without_killing_the_host(
+    host: supervisor.BotHost, position: tuple[rules.View, bytes, list[int]]
+) -> None:
+    _view, raw, legal = position
+    with pytest.raises(supervisor.BotFailed) as e:
+        host.choose(settings("no-such-bot"), raw, legal, 10.0)
+    assert e.value.reason == supervisor.LOAD_FAILED and "UnknownBotError" in e.value.detail
+    assert host.pid is not None and host.started == 1
+
+
+def test_what_a_bot_prints_does_not_reach_the_protocol(
+    host: supervisor.BotHost, position: tuple[rules.View, bytes, list[int]]
+) -> None:
+    _view, raw, legal = position
+    assert host.choose(settings("chatty"), raw, legal, 10.0).action == legal[-1]
+    assert host.choose(settings("chatty"), raw, legal, 10.0).action == legal[-1]
+    assert host.started == 1
+
+
+def test_supervised_decide_plays_the_heuristic_fallback_and_warns(
+    host: supervisor.BotHost,
+    position: tuple[rules.View, bytes, list[int]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    view, raw, legal = position
+    s = BotSettings(name="sleeper", time_ms=300, seed=1)
+    with caplog.at_level(logging.WARNING, logger="ascension.worker.decide"):
+        d = D.supervised_decide(view, raw, legal, s, host, grace=0.5, where="game g seat 0 v9")
+    assert d.fallback == supervisor.DEADLINE
+    assert d.action == best_action(view.state, legal, knowledge(view.state.T))
+    assert d.seconds < 0.8 + SLACK
+    (record,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "sleeper" in record.getMessage() and "game g seat 0 v9" in record.getMessage()
+    assert "budget 0.3s + grace 0.5s" in record.getMessage()
+
+
+def test_the_host_dies_with_its_parent(tmp_path: Path) -> None:
+    """A worker process lost mid-decision (kill -9) leaves no bot running."""
+    plugins = install_entry_points(tmp_path / "plugins")
+    script = (
+        "import sys, os\n"
+        "from ai_workers import supervisor\n"
+        "from tests.ai.positions import play_until\n"
+        "from engine_service import rules\n"
+        "s = play_until('ss', 3, 6); v = rules.view(s, s.to_move())\n"
+        "h = supervisor.BotHost(20.0)\n"
+        "h.choose({'name': 'random', 'iterations': 0, 'time_ms': 0, 'seed': 0, 'exploration': 0.3},"
+        " v.serialize(), rules.legal_actions(s), 10.0)\n"
+        "print(h.pid, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{plugins}"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         timeout=60, cwd=ROOT)  # fmt: skip
+    pid = int(out.stdout.split()[-1])
+    deadline = time.monotonic() + SLACK
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid)
