@@ -114,9 +114,9 @@ def preinitialise(bots: Iterable[str]) -> None:
     task_retries.inc(0)
 
 
-def _children(pid: int) -> list[int]:
-    """Direct child processes of `pid` (Linux /proc)."""
-    found = []
+def _parents() -> dict[int, int]:
+    """Parent of every process (Linux /proc)."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -126,16 +126,22 @@ def _children(pid: int) -> list[int]:
             continue  # exited meanwhile
         # Fields after the command name, which is in parentheses and may hold spaces.
         fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid:
-            found.append(int(entry.name))
+        found[int(entry.name)] = int(fields[1])
     return found
 
 
+def _children(pid: int, parents: dict[int, int] | None = None) -> list[int]:
+    """Direct child processes of `pid`."""
+    return [child for child, parent in (parents or _parents()).items() if parent == pid]
+
+
 class PoolCollector(Collector):
-    """CPU and memory of the Celery pool's processes, which do the searching.
+    """CPU and memory of the Celery pool's processes and of their bot hosts (the children
+    that run the bots, ai_workers/supervisor.py), which do the searching.
 
     The standard ``process_*`` series describe the process serving /metrics, the worker's
-    parent; its children are summed here (Linux only; nothing is exported elsewhere).
+    parent; its children and grandchildren are summed here (Linux only; nothing is exported
+    elsewhere). ``ascension_worker_pool_processes`` counts the pool processes only.
     """
 
     def __init__(self, pid: int | None = None) -> None:
@@ -147,25 +153,27 @@ class PoolCollector(Collector):
         if not Path("/proc/self/stat").exists():
             return
         cpu, rss, count = 0.0, 0, 0
-        for child in _children(self.pid):
-            try:
-                fields = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            # utime and stime are fields 14 and 15 of stat, rss (pages) field 24.
-            cpu += (int(fields[11]) + int(fields[12])) / self._ticks
-            rss += int(fields[21]) * self._page
-            count += 1
+        parents = _parents()
+        for child in _children(self.pid, parents):
+            for pid in (child, *_children(child, parents)):  # a pool process, its bot host
+                try:
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                # utime and stime are fields 14 and 15 of stat, rss (pages) field 24.
+                cpu += (int(fields[11]) + int(fields[12])) / self._ticks
+                rss += int(fields[21]) * self._page
+                count += pid == child
         yield GaugeMetricFamily(
             "ascension_worker_pool_processes", "Celery pool processes of this worker", count
         )
         yield CounterMetricFamily(
             "ascension_worker_pool_cpu_seconds",
-            "user and system CPU time of the current pool processes, summed",
+            "user and system CPU time of the current pool processes and bot hosts, summed",
             cpu,
         )
         yield GaugeMetricFamily(
             "ascension_worker_pool_resident_memory_bytes",
-            "resident memory of the pool processes, summed",
+            "resident memory of the pool processes and bot hosts, summed",
             rss,
         )

@@ -81,6 +81,9 @@ def engine(redis_url: str, plugin_path: str) -> Iterator[support.Engine]:
         CELERY_BROKER_URL=redis_url,
         ENGINE_AI_SWEEP_SECONDS="1",
         ENGINE_AI_STALL_SECONDS="3",
+        # these tests count the workers' moves: the engine's own fallback (after 3 dispatches
+        # of 3 s, quick on a loaded machine) must not play any
+        ENGINE_AI_MAX_DISPATCHES="0",
         PYTHONPATH=plugin_path,
     )
     yield e

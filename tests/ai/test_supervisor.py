@@ -168,3 +168,40 @@ def test_the_host_dies_with_its_parent(tmp_path: Path) -> None:
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(pid)
+
+
+def test_the_worker_metrics_count_the_bot_hosts_with_the_pool(tmp_path: Path) -> None:
+    """The searching happens in the bot hosts: their CPU and memory are the pool's."""
+    from ai_workers.metrics import PoolCollector
+
+    script = (
+        "import time\n"
+        "from ai_workers import supervisor\n"
+        "from tests.ai.positions import play_until\n"
+        "from engine_service import rules\n"
+        "s = play_until('ss', 3, 6); v = rules.view(s, s.to_move())\n"
+        "h = supervisor.BotHost(20.0)\n"
+        "h.choose({'name': 'random', 'iterations': 0, 'time_ms': 0, 'seed': 0, 'exploration': 0.3},"
+        " v.serialize(), rules.legal_actions(s), 10.0)\n"
+        "print(h.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    pool = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    try:
+        assert pool.stdout is not None
+        host_pid = int(pool.stdout.readline())
+
+        def rss(pid: int) -> int:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+
+        samples = {f.name: f.samples[0].value for f in PoolCollector(os.getpid()).collect()}
+        assert samples["ascension_worker_pool_processes"] >= 1
+        assert (
+            samples["ascension_worker_pool_resident_memory_bytes"]
+            >= rss(host_pid) + rss(pool.pid) * 0.5
+        )
+    finally:
+        pool.kill()
+        pool.wait()

@@ -169,11 +169,15 @@ def test_bad_bots_finish_their_games_and_do_not_starve_a_healthy_one(
         name: create(engine, [ai(name, time_ms=BAD_TIME_MS, seed=1), ai("heuristic", seed=2)], i)
         for i, name in enumerate(("sleeper", "stubborn", "exiter"), start=1)
     }
+    # a second sleeper game: two of its moves at once, one slot for it (of 2)
+    second = create(
+        engine, [ai("sleeper", time_ms=BAD_TIME_MS, seed=5), ai("heuristic", seed=6)], 7
+    )
     healthy = create(engine, [ai("heuristic", seed=3), ai("heuristic", seed=4)], 9)
     clock = MoveClock(engine, healthy.game_id)
     start = time.monotonic()
     try:
-        ended = wait_all_over(engine, [g.game_id for g in bad.values()], GAME_BOUND)
+        ended = wait_all_over(engine, [g.game_id for g in (*bad.values(), second)], GAME_BOUND)
         bad_over = max(ended.values())
         wait_all_over(engine, [healthy.game_id], GAME_BOUND)
     finally:
@@ -192,13 +196,19 @@ def test_bad_bots_finish_their_games_and_do_not_starve_a_healthy_one(
     for name in bad:  # after 3 misbehaviours in a row the bot is not asked any more
         assert series(m, fallback, bot=name, reason="quarantined") >= 1, name
     assert series(m, "ascension_worker_dead_letters_total") == 0  # no pool process was lost
+    # the sleeper's moves waited for its one slot instead of taking the healthy game's
+    assert series(m, "ascension_worker_move_outcomes_total", outcome="deferred") >= 1
     log = worker.log()
     for name in bad:
-        assert re.search(rf"WARNING/\S+\] bot '{name}' game \S+ seat 0 .*playing a fallback move", log)
-        assert re.search(rf"WARNING/\S+\] bot '{name}' misbehaved 3 times in a row: quarantined", log)
+        assert re.search(
+            rf"WARNING/\S+\] bot '{name}' game \S+ seat 0 .*playing a fallback move", log
+        )
+        assert re.search(
+            rf"WARNING/\S+\] bot '{name}' misbehaved 3 times in a row: quarantined", log
+        )
     assert "WorkerLostError" not in log and "Hard time limit" not in log
     assert "Soft time limit" not in log
-    assert_no_token(tokens_of(*bad.values(), healthy), log, engine.log())
+    assert_no_token(tokens_of(*bad.values(), second, healthy), log, engine.log())
 
 
 def test_a_bot_that_kills_its_worker_process_is_dead_lettered(
