@@ -1,0 +1,224 @@
+"""Thousands of WatchGame streams on one replica, while other calls keep their latency.
+
+    python benchmarks/watchers.py [--idle 10000] [--active 300] [--active-games 20]
+                                  [--seconds 20] [--json]
+
+Starts a redis-server and one ``ascension-engine serve`` (its stream limits raised to fit),
+then measures the same mixed load of other calls twice, without and with the watchers:
+
+- the load: ``--active-games`` games played as fast as one client can (SubmitAction, with
+  GetGame for the seat to move) plus a probe of CreateGame and ListGames every 50 ms;
+- the watchers: ``--idle`` streams on games where nothing happens (one per game) and
+  ``--active`` streams spread over the played games, opened from a separate process over
+  ``--channels`` connections.
+
+Printed: p50/p99 of SubmitAction, GetGame, CreateGame and ListGames in both phases and their
+ratio, updates delivered per second to the active watchers and their delay (update time to
+receipt), the engine's Redis connections and resident memory with the watchers open.
+Loopback only; bounded; stops by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import grpc  # type: ignore[import-untyped]  # noqa: E402
+import redis  # noqa: E402
+
+from engine_service.api.ascension.v1 import engine_pb2 as epb  # noqa: E402
+from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc  # noqa: E402
+from tests.service import support  # noqa: E402
+
+
+def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+# ---- the watchers (a separate process) --------------------------------------------------------
+
+
+def watchers_main(address: str, idle: list[str], active: list[tuple[str, int]], channels: int,
+                  ready: Any, stop: Any, results: Any) -> None:  # fmt: skip
+    async def run() -> None:
+        chans = [grpc.aio.insecure_channel(address, options=[("grpc.max_concurrent_streams", 1 << 20)])
+                 for _ in range(channels)]  # fmt: skip
+        stubs: list[Any] = [rpc.EngineStub(c) for c in chans]
+        delays: list[float] = []
+        counts = {"updates": 0, "opened": 0, "failed": 0}
+        opened = asyncio.Event()
+        total = len(idle) + len(active)
+
+        def counted(what: str) -> None:
+            counts[what] += 1
+            if counts["opened"] + counts["failed"] >= total:
+                opened.set()
+
+        async def watch(i: int, game_id: str, after: int, record: bool) -> None:
+            """Open; the first update (or, for a played game, the first received) marks it open."""
+            call = stubs[i % channels].WatchGame(epb.WatchGameRequest(game_id=game_id, after_version=after))
+            first = not record
+            if record:
+                counted("opened")  # its updates come when the game is played
+            try:
+                async for u in call:
+                    if first:
+                        first = False
+                        counted("opened")
+                    elif record:
+                        counts["updates"] += 1
+                        delays.append(time.time() - u.time_unix_ms / 1000)
+            except grpc.aio.AioRpcError as e:
+                if e.code() != grpc.StatusCode.CANCELLED:
+                    counted("failed")
+
+        tasks = [asyncio.ensure_future(watch(i, g, 0, False)) for i, g in enumerate(idle)]
+        tasks += [asyncio.ensure_future(watch(len(idle) + i, g, v, True)) for i, (g, v) in enumerate(active)]
+        t0 = time.monotonic()
+        while not opened.is_set() and time.monotonic() - t0 < 300:
+            await asyncio.sleep(0.2)
+        ready.set()
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        results.put({"opened": counts["opened"], "failed": counts["failed"], "updates": counts["updates"],
+                     "delay_p50": pct(delays, 0.5), "delay_p99": pct(delays, 0.99),
+                     "open_seconds": time.monotonic() - t0})  # fmt: skip
+        for t in tasks:
+            t.cancel()
+        for c in chans:
+            await c.close()
+
+    asyncio.run(run())
+
+
+# ---- the other calls ---------------------------------------------------------------------------
+
+
+def play_and_probe(stub: rpc.EngineStub, games: list[epb.CreateGameResponse], seconds: float,
+                   seed: int) -> dict[str, list[float]]:  # fmt: skip
+    lat: dict[str, list[float]] = {"SubmitAction": [], "GetGame": [], "CreateGame": [], "ListGames": []}
+    rng = random.Random(seed)
+    end = time.monotonic() + seconds
+    next_probe = 0.0
+    live = list(games)
+    while time.monotonic() < end and live:
+        g = rng.choice(live)
+        t = time.perf_counter()
+        spectator = stub.GetGame(epb.GetGameRequest(game_id=g.game_id), timeout=10)
+        lat["GetGame"].append(time.perf_counter() - t)
+        if spectator.over:
+            live.remove(g)
+            continue
+        seat = spectator.to_move
+        view = stub.GetGame(epb.GetGameRequest(game_id=g.game_id, token=g.seat_tokens[seat]), timeout=10)
+        req = epb.SubmitActionRequest(game_id=g.game_id, token=g.seat_tokens[seat], expected_version=view.version,
+                                      action=support.pick(view, rng))  # fmt: skip
+        t = time.perf_counter()
+        stub.SubmitAction(req, timeout=10)
+        lat["SubmitAction"].append(time.perf_counter() - t)
+        if time.monotonic() >= next_probe:
+            next_probe = time.monotonic() + 0.05
+            t = time.perf_counter()
+            stub.CreateGame(epb.CreateGameRequest(seats=support.human_seats(2)), timeout=10)
+            lat["CreateGame"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            stub.ListGames(epb.ListGamesRequest(page_size=20), timeout=10)
+            lat["ListGames"].append(time.perf_counter() - t)
+    return lat
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--idle", type=int, default=10_000, help="idle watchers (one per quiet game)")
+    ap.add_argument("--active", type=int, default=300, help="watchers of the played games")
+    ap.add_argument("--active-games", type=int, default=20)
+    ap.add_argument("--channels", type=int, default=50, help="client connections the watchers use")
+    ap.add_argument("--seconds", type=float, default=20.0, help="measured seconds per phase")
+    ap.add_argument("--json", action="store_true", help="print one JSON object last")
+    args = ap.parse_args()
+
+    with support.redis_server() as url:
+        e = support.start_engine(url, LOG_LEVEL="WARNING", ENGINE_WATCH_MAX_STREAMS=str(args.idle + args.active + 100),
+                                 ENGINE_WATCH_MAX_STREAMS_PER_PEER=str(args.idle + args.active + 100))  # fmt: skip
+        try:
+            stub = e.stub()
+            print(f"creating {args.idle} quiet games and {args.active_games} played ones ...", flush=True)
+            quiet = [stub.CreateGame(epb.CreateGameRequest(seats=support.human_seats(2)), timeout=30).game_id
+                     for _ in range(args.idle)]  # fmt: skip
+            played = [support.create(stub, seed=None) for _ in range(args.active_games)]
+
+            def connections() -> int:
+                with redis.Redis.from_url(url) as r:
+                    return sum(1 for c in r.client_list() if c.get("cmd") != "client|list")
+
+            print(f"phase 1: the load alone, {args.seconds:.0f}s", flush=True)
+            base = play_and_probe(stub, played, args.seconds, seed=1)
+            conns_before = connections()
+
+            ctx = multiprocessing.get_context("spawn")
+            ready, stop, results = ctx.Event(), ctx.Event(), ctx.Queue()
+            now = {g.game_id: stub.GetGame(epb.GetGameRequest(game_id=g.game_id), timeout=10).version for g in played}
+            active_ids = [(gid, now[gid]) for gid in (played[i % len(played)].game_id for i in range(args.active))]
+            proc = ctx.Process(target=watchers_main, args=(e.address, quiet, active_ids, args.channels, ready, stop,
+                                                           results))  # fmt: skip
+            proc.start()
+            print(f"opening {args.idle + args.active} watch streams ...", flush=True)
+            ready.wait(330)
+            conns_during = connections()
+            rss = rss_mb(e.proc.pid)
+            print(f"phase 2: the same load with the watchers open, {args.seconds:.0f}s", flush=True)
+            t0 = time.monotonic()
+            loaded = play_and_probe(stub, played, args.seconds, seed=2)
+            elapsed = time.monotonic() - t0
+            stop.set()
+            w = results.get(timeout=60)
+            proc.join(60)
+        finally:
+            e.stop()
+
+    print(f"watch streams open: {w['opened']} of {args.idle + args.active} ({w['failed']} failed), opened in "
+          f"{w['open_seconds']:.1f}s")  # fmt: skip
+    print(f"engine: Redis connections {conns_before} without the watchers, {conns_during} with them; "
+          f"resident memory {rss:.0f} MB with them")  # fmt: skip
+    print(f"active watchers: {w['updates'] / elapsed:.0f} updates/s delivered, delay p50 "
+          f"{w['delay_p50'] * 1000:.1f} ms p99 {w['delay_p99'] * 1000:.1f} ms")  # fmt: skip
+    out: dict[str, Any] = {"opened": w["opened"], "failed": w["failed"], "redis_connections_without": conns_before,
+                           "redis_connections_with": conns_during, "engine_rss_mb": round(rss, 1),
+                           "updates_per_second": round(w["updates"] / elapsed, 1),
+                           "delay_p99_ms": round(w["delay_p99"] * 1000, 1), "calls": {}}  # fmt: skip
+    print(f"{'call':<13} {'p50 alone':>10} {'p50 with':>10} {'p99 alone':>10} {'p99 with':>10} {'p99 ratio':>10}")
+    for name in base:
+        b50, b99 = pct(base[name], 0.5) * 1000, pct(base[name], 0.99) * 1000
+        l50, l99 = pct(loaded[name], 0.5) * 1000, pct(loaded[name], 0.99) * 1000
+        print(f"{name:<13} {b50:9.1f}ms {l50:9.1f}ms {b99:9.1f}ms {l99:9.1f}ms {l99 / b99:9.2f}x")
+        out["calls"][name] = {"p50_ms_alone": round(b50, 2), "p50_ms_with": round(l50, 2),
+                              "p99_ms_alone": round(b99, 2), "p99_ms_with": round(l99, 2),
+                              "n_alone": len(base[name]), "n_with": len(loaded[name])}  # fmt: skip
+    if args.json:
+        print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
