@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from engine_service.rules import rng as R
 from engine_service.rules.errors import SerializationError
-from engine_service.rules.serialize import from_primitive, to_primitive
+from engine_service.rules.serialize import from_primitive, primitive_index, to_primitive
 from engine_service.rules.state import State
 from engine_service.rules.tables import Tables
 
@@ -82,6 +82,25 @@ def view(s: State, seat: int = SPECTATOR) -> View:
     v.center_deck.sort()
     v.bag.sort()
     return View(seat, v, [len(h) for h in s.hands])
+
+
+_RNG, _HANDS, _DECKS, _CENTER_DECK, _BAG = (
+    primitive_index(k) for k in ("rng", "hands", "decks", "center_deck", "bag")
+)
+
+
+def view_bytes(s: State, seat: int = SPECTATOR) -> bytes:
+    """``view(s, seat).serialize()``, without building the view's state (the service sends a
+    view with every answer): ``s``'s primitive form with the hidden parts replaced."""
+    p = to_primitive(s)  # the state's own lists, read only
+    hands, decks = s.hands, s.decks
+    p[_RNG] = 0
+    p[_HANDS] = [hands[q] if q == seat else [] for q in range(s.n)]
+    p[_DECKS] = [sorted(decks[q] if q == seat else hands[q] + decks[q]) for q in range(s.n)]
+    p[_CENTER_DECK] = sorted(s.center_deck)
+    p[_BAG] = sorted(s.bag)
+    blob = marshal.dumps([seat, [len(h) for h in hands], p], _MARSHAL_VERSION)
+    return bytes([VIEW_FORMAT]) + zlib.crc32(blob).to_bytes(4, "big") + blob
 
 
 def determinize(vw: View, seed: int) -> State:

@@ -13,6 +13,7 @@ import pytest
 
 from engine_service import rules
 from engine_service.rules.serialize import to_primitive
+from engine_service.rules.view import view_bytes
 
 
 def _positions() -> list[rules.State]:
@@ -46,6 +47,17 @@ def test_equal_views_give_equal_bytes() -> None:
         stored = rules.deserialize(rules.serialize(s))
         for seat in (rules.SPECTATOR, *range(s.n)):
             assert rules.view(stored, seat).serialize() == rules.view(s, seat).serialize()
+
+
+def test_view_bytes_are_the_views_bytes() -> None:
+    """The service's clone-free ``view_bytes`` writes what ``view(...).serialize()`` does, and
+    leaves the state as it was."""
+    for s in _positions():
+        for state in (s, rules.deserialize(rules.serialize(s))):
+            before = state.clone()
+            for seat in (rules.SPECTATOR, *range(state.n)):
+                assert view_bytes(state, seat) == rules.view(state, seat).serialize()
+            assert state == before
 
 
 def test_json_views_of_format_2_are_still_read() -> None:
