@@ -38,7 +38,9 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
         ("grpc.keepalive_permit_without_calls", 1),
-        ("grpc.so_reuseport", 0),
+        # Several server processes share the port (ENGINE_PROCESSES); one process alone keeps
+        # the port to itself, so a second engine started by mistake fails to bind it.
+        ("grpc.so_reuseport", 1 if settings.processes > 1 else 0),
     ]
 
 
@@ -125,8 +127,15 @@ async def serve(
     settings: Settings,
     on_ready: Callable[[str], None] | None = None,
     stop: asyncio.Event | None = None,
+    *,
+    housekeeping: bool = True,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Run until SIGTERM/SIGINT (or ``stop``), then shut down gracefully."""
+    """Run until SIGTERM/SIGINT (or ``stop``), then shut down gracefully.
+
+    ``housekeeping``: run the AI sweeper, the gauges and the index tidying (one process of
+    several does). ``announce``: told the address once the port is bound, instead of the
+    "listening on" line (the parent of several processes prints one for all)."""
     metrics = Metrics()
     store = build_store(settings, metrics)
     server = aio.server(options=server_options(settings))
@@ -191,11 +200,14 @@ async def serve(
     metrics_where = (
         f"metrics on :{settings.metrics_port}" if settings.metrics_port else "metrics off"
     )
-    print(
-        f"ascension-engine listening on {address} (store: {store.kind}, AI dispatch: {dispatcher.name}, "
-        f"{metrics_where})",
-        flush=True,
-    )
+    if announce is not None:
+        announce(address)
+    else:
+        print(
+            f"ascension-engine listening on {address} (store: {store.kind}, AI dispatch: "
+            f"{dispatcher.name}, {metrics_where})",
+            flush=True,
+        )
     where = redacted(settings.redis_url) if settings.redis_url else "in process"
     waiting = asyncio.ensure_future(_wait_for_store(store, where, settings.store_startup_seconds))
     stopping = asyncio.ensure_future(stop.wait())
@@ -209,22 +221,21 @@ async def serve(
         await store.close()
         raise waiting.exception()  # type: ignore[misc]
     housekeeping_stop = asyncio.Event()
-    housekeeping: asyncio.Future[tuple[None, None]] | None = None
+    chores: asyncio.Future[tuple[None, None]] | None = None
     if not stop.is_set():
         for name in ("", SERVICE):
             await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        sweeper = Sweeper(
-            store,
-            dispatcher,
-            metrics,
-            settings.ai_sweep_seconds,
-            settings.ai_stall_seconds,
-            games,
-            settings.ai_max_dispatches,
-        )
-        housekeeping = asyncio.gather(
-            sweeper.run(housekeeping_stop), _tidy(store, housekeeping_stop)
-        )
+        if housekeeping:
+            sweeper = Sweeper(
+                store,
+                dispatcher,
+                metrics,
+                settings.ai_sweep_seconds,
+                settings.ai_stall_seconds,
+                games,
+                settings.ai_max_dispatches,
+            )
+            chores = asyncio.gather(sweeper.run(housekeeping_stop), _tidy(store, housekeeping_stop))
         if on_ready is not None:
             on_ready(address)
     await stop.wait()
@@ -244,8 +255,8 @@ async def serve(
     await health.close_streams()
     await server.stop(settings.shutdown_grace_seconds)
     housekeeping_stop.set()
-    if housekeeping is not None:
-        await housekeeping
+    if chores is not None:
+        await chores
     await dispatcher.close()
     await store.close()
     log.info("stopped")

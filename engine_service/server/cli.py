@@ -28,12 +28,19 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = config.load(flags=args)
-        # Tracing (ASCENSION_TRACING, off by default) and LOG_FORMAT: docs/operations.md.
-        telemetry.configure_tracing("ascension-engine")
-        telemetry.configure_logging(settings.log_level)
+        if settings.processes > 1:  # the server processes set up tracing themselves
+            telemetry.configure_logging(settings.log_level)
+        else:
+            # Tracing (ASCENSION_TRACING, off by default) and LOG_FORMAT: docs/operations.md.
+            telemetry.configure_tracing("ascension-engine")
+            telemetry.configure_logging(settings.log_level)
     except ValueError as e:
         print(f"ascension-engine: configuration error: {e}", file=sys.stderr)
         return 2
+    if settings.processes > 1:
+        from engine_service.server import processes
+
+        return processes.run(settings)
     telemetry.instrument_engine()
     from engine_service.server.app import StoreUnreachable, serve
 

@@ -88,6 +88,13 @@ OPTIONS: tuple[Option, ...] = (
         "at start, how long to wait for the store (0 = as long as it takes)",
     ),
     Option("ENGINE_HOST", "host", str, "0.0.0.0", "address to bind the gRPC port to"),
+    Option(
+        "ENGINE_PROCESSES",
+        "processes",
+        int,
+        1,
+        "server processes sharing the gRPC port (SO_REUSEPORT); more than 1 needs REDIS_URL",
+    ),
     Option("ENGINE_GRPC_PORT", "grpc_port", int, 50051, "gRPC port (0 = any free port)"),
     Option(
         "ENGINE_METRICS_PORT", "metrics_port", int, 9100, "Prometheus metrics port (0 disables)"
@@ -203,6 +210,7 @@ class Settings:
     redis_retry_seconds: float = 5.0
     store_startup_seconds: float = 0.0
     host: str = "0.0.0.0"
+    processes: int = 1
     grpc_port: int = 50051
     metrics_port: int = 9100
     celery_broker_url: str = field(default="", repr=False)
@@ -318,9 +326,15 @@ class Settings:
             ("ENGINE_MAX_MESSAGE_BYTES", self.max_message_bytes),
             ("ENGINE_STREAM_MAXLEN", self.stream_maxlen),
             ("ENGINE_LOCAL_AI_PROCESSES", self.local_ai_processes),
+            ("ENGINE_PROCESSES", self.processes),
         ):
             if value < 1:
                 problems.append(f"{name} must be at least 1")
+        if self.processes > 1 and not self.redis_url:
+            problems.append(
+                "ENGINE_PROCESSES > 1 needs REDIS_URL: games kept in process (no REDIS_URL) "
+                "cannot be shared between server processes"
+            )
         for name, fvalue in (
             ("ENGINE_SHUTDOWN_GRACE_SECONDS", self.shutdown_grace_seconds),
             ("ENGINE_SHUTDOWN_DRAIN_SECONDS", self.shutdown_drain_seconds),

@@ -4,11 +4,19 @@ Every registry also carries the standard process (CPU, memory, file descriptors,
 platform and garbage-collector collectors. No ``_created`` series are exported: they would
 double the series count and no rule or dashboard reads them. Labelled counters whose values
 are known in advance are exported at 0 from the start, so dashboards show 0, not "no data".
+
+With several server processes (``ENGINE_PROCESSES``) each writes its samples to files in
+``PROMETHEUS_MULTIPROC_DIR`` (prometheus-client's multiprocess mode, chosen when the module
+is first imported) and the parent serves them merged (:func:`merged_registry`): counters and
+histograms summed, each gauge as its ``multiprocess_mode`` says, ``process_*`` summed over the
+parent and its server processes.
 """
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import (
@@ -23,6 +31,8 @@ from prometheus_client import (
     disable_created_metrics,
     start_http_server,
 )
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from engine_service.api.ascension.v1 import engine_pb2
 from engine_service.rules import KIND_NAMES
@@ -95,8 +105,13 @@ class Metrics:
         self.games_finished = Counter(
             "ascension_games_finished", "games that reached their end", registry=r
         )
+        # Whole-store gauges are set by the one process that does the housekeeping (the
+        # others hold 0); the processes' streams add up.
         self.games_active = Gauge(
-            "ascension_games_active", "games not over (whole store)", registry=r
+            "ascension_games_active",
+            "games not over (whole store)",
+            registry=r,
+            multiprocess_mode="livemax",
         )
         self.ai_enqueued = Counter(
             "ascension_ai_moves_enqueued",
@@ -114,6 +129,7 @@ class Metrics:
             "ascension_ai_seat_wait_seconds",
             "longest current wait of an AI seat to move",
             registry=r,
+            multiprocess_mode="livemax",
         )
 
         self.rollbacks_detected = Counter(
@@ -123,7 +139,10 @@ class Metrics:
             registry=r,
         )
         self.watch_streams = Gauge(
-            "ascension_watch_streams", "WatchGame streams open on this replica", registry=r
+            "ascension_watch_streams",
+            "WatchGame streams open on this replica",
+            registry=r,
+            multiprocess_mode="livesum",
         )
         self.watch_refused = Counter(
             "ascension_watch_refused",
@@ -170,4 +189,56 @@ class Metrics:
         children[1].observe(time.perf_counter() - started)
 
     def serve(self, port: int, host: str = "0.0.0.0") -> None:
-        start_http_server(port, addr=host, registry=self.registry)
+        serve_registry(self.registry, port, host)
+
+
+# process_* series that add up over processes; the others (start time, fd limit) are the
+# parent's.
+_SUMMED = frozenset(
+    (
+        "process_cpu_seconds",
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_open_fds",
+    )
+)
+
+
+def _constant(pid: int) -> Callable[[], int]:
+    return lambda: pid
+
+
+class ProcessesCollector(Collector):
+    """The standard ``process_*`` series of the serving parent with its server processes'
+    CPU, memory and file descriptors added (dashboards read one engine pod as one process)."""
+
+    def __init__(self, children: Callable[[], Iterable[int]]) -> None:
+        self._children = children
+
+    def collect(self) -> Iterator[Metric]:
+        families: dict[str, Metric] = {}
+        for pid in (os.getpid(), *self._children()):
+            for family in ProcessCollector(pid=_constant(pid), registry=None).collect():
+                mine = families.get(family.name)
+                if mine is None:
+                    families[family.name] = family
+                elif family.name in _SUMMED and family.samples and mine.samples:
+                    s = mine.samples[0]
+                    mine.samples[0] = s._replace(value=s.value + family.samples[0].value)
+        yield from families.values()
+
+
+def merged_registry(path: str, children: Callable[[], Iterable[int]]) -> CollectorRegistry:
+    """What the parent of several server processes serves: their samples in ``path``
+    merged, the pod's ``process_*`` and the platform's ``python_info``."""
+    from prometheus_client import multiprocess
+
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=path)  # type: ignore[no-untyped-call]
+    registry.register(ProcessesCollector(children))
+    PlatformCollector(registry=registry)
+    return registry
+
+
+def serve_registry(registry: CollectorRegistry, port: int, host: str = "0.0.0.0") -> None:
+    start_http_server(port, addr=host, registry=registry)
