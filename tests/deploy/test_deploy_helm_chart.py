@@ -88,6 +88,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "sweep-disabled": {"engine": {"aiSweepSeconds": 0}},
     "sweep-tuned": {"engine": {"aiSweepSeconds": 7.5, "aiStallSeconds": 240}},
     "local-ai": {"engine": {"aiDispatch": "local"}},
+    "engine-processes": {
+        "engine": {
+            "processes": 4,
+            "resources": {"requests": {"cpu": "4", "memory": "1Gi"}, "limits": {"cpu": "4", "memory": "1536Mi"}},
+        }
+    },
     "advertise-address": {"engine": {"advertiseAddress": "engine.games.example.com:443"}},
     "worker-engine-address": {"worker": {"engineAddress": "games-engine.games.svc:50051"}},
     "no-headless": {"engine": {"headlessService": {"enabled": False}}},

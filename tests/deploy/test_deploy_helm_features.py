@@ -645,6 +645,28 @@ def test_helm_test_script_fails_without_workers() -> None:
         engine.stop()
 
 
+def test_engine_processes_with_resources_to_match() -> None:
+    """engine.processes sets ENGINE_PROCESSES (1 by default); a CPU limit below one core per
+    process is refused at render time."""
+
+    def engine_container(docs: list[dict[str, Any]]) -> dict[str, Any]:
+        spec = one(docs, "Deployment", "engine")["spec"]["template"]["spec"]
+        container: dict[str, Any] = spec["containers"][0]
+        return container
+
+    assert env_of(engine_container(manifests("defaults")))["ENGINE_PROCESSES"]["value"] == "1"
+    four = engine_container(manifests("engine-processes"))
+    assert env_of(four)["ENGINE_PROCESSES"]["value"] == "4"
+    assert four["resources"]["limits"]["cpu"] == "4"
+    for cpu in ("1500m", "1", 1):
+        with pytest.raises(helm_python.HelmRenderError, match="at least 2 cores"):
+            render({"engine": {"processes": 2, "resources": {"limits": {"cpu": cpu}}}})
+    for enough in ("2000m", "2", 2.5):
+        render({"engine": {"processes": 2, "resources": {"limits": {"cpu": enough}}}})
+    lint = helm_python.lint(str(CHART_DIR), {"engine": {"processes": 0}}, strict=True)
+    assert lint["errors"], "processes below 1 passes the schema"
+
+
 def test_values_yaml_options_documented_in_json_dump() -> None:
     """values.schema.json stays valid JSON with the new sections."""
     schema = json.loads((CHART_DIR / "values.schema.json").read_text())

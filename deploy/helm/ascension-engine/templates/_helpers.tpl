@@ -362,3 +362,15 @@ Logging and tracing environment of the engine and the workers (engine_service/te
   value: {{ printf "k8s.namespace.name=%s" .Release.Namespace | quote }}
 {{- end }}
 {{- end }}
+
+{{/*
+A CPU quantity ("2", 1.5, "500m") in millicores.
+*/}}
+{{- define "ascension-engine.cpuMillis" -}}
+{{- $q := toString . -}}
+{{- if hasSuffix "m" $q -}}
+{{- trimSuffix "m" $q | float64 -}}
+{{- else -}}
+{{- mulf ($q | float64) 1000 -}}
+{{- end -}}
+{{- end }}
