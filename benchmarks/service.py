@@ -1,6 +1,7 @@
 """SubmitAction throughput and latency of the engine service, beside the floor of this machine.
 
-    python benchmarks/service.py [--seconds 10] [--rounds 5] [--clients 16] [--client-procs 1] [--json]
+    python benchmarks/service.py [--seconds 10] [--rounds 5] [--clients 16] [--client-procs 1]
+                                 [--processes 2] [--json]
 
 Starts a Redis (``redis-server`` on a free port, or ``--redis-url``), then measures, with the
 same load generator (grpc.aio clients, one game or key per client coroutine):
@@ -10,13 +11,14 @@ same load generator (grpc.aio clients, one game or key per client coroutine):
 2. the engine, one ``ascension-engine serve`` process: games played through the API, each
    client submitting for whichever seat is to move (ListLegalActions when the turn passes);
 3. the same with ``view_detail=VIEW_DETAIL_LEGAL_ACTIONS`` (answers without board and rules view);
-4. the engine, two processes on the same Redis (clients split between them), full views;
+4. the engine with ``--processes N`` (default 2): N server processes on one port, each client
+   on a connection of its own (the kernel spreads connections over the processes), full views;
 5. with ``--durability``: the engine on a Redis with an append-only file fsynced every second,
    at every write, and (fsync every second) with ``ENGINE_REDIS_WAIT_REPLICAS=1`` and a replica:
    what each durability setting costs (docs/reliability.md).
 
 Latencies are measured at the client, around each SubmitAction (or floor call). On a 2-core
-machine the load generator and Redis share the cores with the servers, so the two-process
+machine the load generator and Redis share the cores with the servers, so the N-process
 figure is bounded by the machine, not the engine: see the printed CPU count.
 
 The phases take turns (``--rounds``, each ``--seconds``/rounds long, games going on from one
@@ -209,7 +211,9 @@ async def floor_client(channel: Any, i: int, warm_until: float, stop_at: float, 
 
 async def load(kind: str, addresses: list[str], clients: int, offset: int, warmup: float, seconds: float,
                tables: dict[int, Table]) -> dict[str, Any]:  # fmt: skip
-    channels = [grpc.aio.insecure_channel(a) for a in addresses]
+    """One channel per address; an address given k times gets k channels on connections of
+    their own (so that a server of several processes on one port sees k connections)."""
+    channels = [grpc.aio.insecure_channel(a, options=[("grpc.use_local_subchannel_pool", 1)]) for a in addresses]
     lat: list[int] = []
     stats = {"get_game": 0, "games_finished": 0, "all": 0}
     now = time.monotonic()
@@ -233,6 +237,15 @@ async def load(kind: str, addresses: list[str], clients: int, offset: int, warmu
 
 def _load_proc(args: tuple[str, list[str], int, int, float, float, dict[int, Table]]) -> dict[str, Any]:
     return asyncio.run(load(*args))
+
+
+def descendants(pid: int) -> tuple[int, ...]:
+    """``pid`` and every process under it (Linux /proc)."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return (pid,)
+    return (pid, *(d for k in kids for d in descendants(int(k))))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -333,13 +346,14 @@ def start_redis(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"redis://127.0.0.1:{port}/0"
 
 
-def start_engine(redis_url: str, **extra: str) -> tuple[subprocess.Popen[str], str]:
+def start_engine(redis_url: str, *, processes: int = 1, extra: dict[str, str] | None = None
+                 ) -> tuple[subprocess.Popen[str], str]:  # fmt: skip
     env = {**os.environ, "REDIS_URL": redis_url, "ENGINE_GRPC_PORT": "0", "ENGINE_HOST": "127.0.0.1",
            "ENGINE_METRICS_PORT": "0", "ENGINE_AI_DISPATCH": "off", "LOG_LEVEL": "WARNING",
-           "ENGINE_SHUTDOWN_DRAIN_SECONDS": "0", **extra}  # fmt: skip
+           "ENGINE_SHUTDOWN_DRAIN_SECONDS": "0", **(extra or {})}  # fmt: skip
     exe = Path(sys.executable).parent / "ascension-engine"
-    proc = subprocess.Popen([str(exe), "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)  # fmt: skip
+    proc = subprocess.Popen([str(exe), "serve", "--processes", str(processes)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
     line = wait_line(proc, "listening on")
     return proc, line.split("listening on ")[1].split()[0]
 
@@ -392,7 +406,8 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=16, help="concurrent client coroutines (games)")
     ap.add_argument("--client-procs", type=int, default=1, help="load generator processes")
     ap.add_argument("--redis-url", default="", help="use this Redis instead of starting one (it is not flushed)")
-    ap.add_argument("--skip-two", action="store_true", help="skip the two-process phase")
+    ap.add_argument("--processes", type=int, default=2, help="server processes of the multi-process phase")
+    ap.add_argument("--skip-multi", "--skip-two", action="store_true", help="skip the multi-process phase")
     ap.add_argument("--durability", action="store_true",
                     help="also measure the engine on Redis with an append-only file fsynced every second, "
                          "fsynced at every write, and with WAIT for one replica")  # fmt: skip
@@ -421,10 +436,10 @@ def main() -> int:
             ("one", "engine", [eaddr], (ep.pid,)),
             ("light", "engine-light", [eaddr], (ep.pid,)),
         ]
-        if not args.skip_two:
-            ep2, eaddr2 = start_engine(redis_url)
-            procs.append(ep2)
-            phases.append(("two", "engine", [eaddr, eaddr2], (ep.pid, ep2.pid)))
+        if not args.skip_multi:
+            mp, maddr = start_engine(redis_url, processes=args.processes)
+            procs.append(mp)
+            phases.append(("multi", "engine", [maddr] * args.clients, descendants(mp.pid)))
         if args.durability:
             for name, redis_args, engine_env in DURABILITY:
                 rp2, url2 = start_redis(*redis_args)
@@ -434,7 +449,7 @@ def main() -> int:
                     replica, _ = start_redis("--replicaof", "127.0.0.1", port)
                     procs.append(replica)
                     wait_replica(url2)
-                dp, daddr = start_engine(url2, **engine_env)
+                dp, daddr = start_engine(url2, extra=engine_env)
                 procs.append(dp)
                 phases.append((name, "engine", [daddr], (dp.pid,)))
         tables: dict[str, dict[int, Table]] = {name: {} for name, *_ in phases}
@@ -449,7 +464,7 @@ def main() -> int:
             stop(p)
 
     floor, one, light = (summary(stretches[k]) for k in ("floor", "one", "light"))
-    two = summary(stretches["two"]) if "two" in stretches else None
+    multi = summary(stretches["multi"]) if "multi" in stretches else None
     ratio = one["rps"] / floor["rps"] if floor["rps"] else 0.0
     by_round = [len(e["lat"]) / max(len(f["lat"]), 1) for f, e in zip(stretches["floor"], stretches["one"], strict=True)]
     cpus = os.cpu_count() or 1
@@ -468,9 +483,10 @@ def main() -> int:
     print(f"engine, 1 process, legal-actions-only answers: {light['rps']:8.0f} calls/s  p50 {light['p50_us']:7.0f} us  "
           f"p99 {light['p99_us']:7.0f} us  server CPU {light['server_cpu_us']:.0f} us/submit "
           f"({light['rps'] / max(floor['rps'], 1e-9):.0%} of the floor)")  # fmt: skip
-    if two is not None:
-        print(f"engine, 2 processes SubmitAction   : {two['rps']:8.0f} calls/s  p50 {two['p50_us']:7.0f} us  "
-              f"p99 {two['p99_us']:7.0f} us  (x{two['rps'] / max(one['rps'], 1e-9):.2f} of one process)")  # fmt: skip
+    if multi is not None:
+        print(f"engine, --processes {args.processes} SubmitAction: {multi['rps']:8.0f} calls/s  p50 {multi['p50_us']:7.0f} us  "
+              f"p99 {multi['p99_us']:7.0f} us  (x{multi['rps'] / max(one['rps'], 1e-9):.2f} of one process; server CPU "
+              f"{multi['server_cpu_us']:.0f} us/submit, all processes)")  # fmt: skip
     durability: dict[str, dict[str, Any]] = {}
     for name, *_ in DURABILITY if args.durability else ():
         d = durability[name] = summary(stretches[name])
@@ -491,8 +507,11 @@ def main() -> int:
             "submit_rps_light": round(light["rps"], 1),
             "submit_p50_us_light": round(light["p50_us"], 1),
             "submit_server_cpu_us_light": round(light["server_cpu_us"], 1),
-            "submit_rps_2proc": round(two["rps"], 1) if two else None,
-            "submit_p50_us_2proc": round(two["p50_us"], 1) if two else None,
+            "processes": args.processes,
+            "submit_rps_nproc": round(multi["rps"], 1) if multi else None,
+            "submit_p50_us_nproc": round(multi["p50_us"], 1) if multi else None,
+            "submit_server_cpu_us_nproc": round(multi["server_cpu_us"], 1) if multi else None,
+            "nproc_vs_one": round(multi["rps"] / max(one["rps"], 1e-9), 3) if multi else None,
             "durability": {name: {"rps": round(d["rps"], 1), "p50_us": round(d["p50_us"], 1),
                                   "p99_us": round(d["p99_us"], 1),
                                   "vs_no_persistence": round(d["rps"] / max(one["rps"], 1e-9), 3)}
