@@ -154,7 +154,7 @@ class WatchHub:
         if rec is None:
             raise not_found(game_id)
         if last > rec.version or (last == rec.version and last_id and last_id != rec.commit_id):
-            raise self._lost(game_id, last, rec.version)
+            raise self._lost(game_id, last, rec.version, observed=False)
         if rec.over and last >= rec.version:
             return
         # Catch up from the store's window, then follow the game's feed.
@@ -170,7 +170,7 @@ class WatchHub:
                     metadata={"first_version": str(backlog[0].version)},
                 )
             if backlog and last_id and backlog[0].parent_id != last_id:
-                raise self._lost(game_id, last, backlog[0].version - 1)
+                raise self._lost(game_id, last, backlog[0].version - 1, observed=False)
             for u in backlog:
                 yield u
                 last, last_id = u.version, u.commit_id
@@ -193,16 +193,19 @@ class WatchHub:
         finally:
             self._part(game_id, watcher)
 
-    def _lost(self, game_id: str, seen: int, holds: int) -> ServiceError:
-        self.metrics.rollbacks_detected.inc()
-        # Rate-limited: any caller can claim to have seen versions the store never held.
-        lost_log.warning(
-            "game %s: a watcher has seen version %d but the store holds version %d "
-            "(the store lost versions)",
-            game_id,
-            seen,
-            holds,
-        )
+    def _lost(self, game_id: str, seen: int, holds: int, *, observed: bool = True) -> ServiceError:
+        """DATA_LOSS for watchers who have seen version ``seen``. ``observed``: this replica
+        read that history itself (counted and logged); otherwise it is only a caller's claim,
+        which anyone can make: answered alike, but neither counted nor logged as a rollback."""
+        if observed:
+            self.metrics.rollbacks_detected.inc()
+            lost_log.warning(  # rate-limited
+                "game %s: this replica had read version %d but the store holds version %d "
+                "(the store lost versions)",
+                game_id,
+                seen,
+                holds,
+            )
         return ServiceError(
             Code.DATA_LOSS,
             f"the store no longer holds the history you have seen: it holds game {game_id} at "

@@ -95,3 +95,22 @@ def test_stream_limits_name_the_limit(redis_url: str) -> None:
         assert metric(e, 'ascension_watch_refused_total{limit="per_peer"}') == 1
     finally:
         e.stop()
+
+
+def test_a_callers_claim_of_unseen_versions_is_not_counted_as_a_rollback(redis_url: str) -> None:
+    """Anyone may claim to have seen versions the store never held: the answer is DATA_LOSS
+    (so an honest client resynchronises), but only what a replica read itself is counted."""
+    e = support.start_engine(redis_url)
+    try:
+        stub = e.stub()
+        game = support.create(stub)
+        for req in (
+            epb.WatchGameRequest(game_id=game.game_id, after_version=50),
+            epb.WatchGameRequest(game_id=game.game_id, after_version=1, after_commit_id="0" * 16),
+        ):
+            err = support.rpc_error(lambda r, **kw: list(stub.WatchGame(r, **kw)), req)
+            assert err.code() == grpc.StatusCode.DATA_LOSS
+        assert metric(e, "ascension_store_rollbacks_detected_total") == 0
+        assert "store lost versions" not in e.log()
+    finally:
+        e.stop()
