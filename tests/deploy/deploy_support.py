@@ -224,6 +224,8 @@ DEPLOYED_ENGINE_ENV = frozenset(
         "ENGINE_REDIS_TIMEOUT_SECONDS",
         "ENGINE_SHUTDOWN_DRAIN_SECONDS",
         "ENGINE_SHUTDOWN_GRACE_SECONDS",
+        # One key for every replica (else a worker's submit to another replica is refused).
+        "ENGINE_AI_TOKEN_KEYS",
         "LOG_LEVEL",
     }
 )
@@ -238,8 +240,24 @@ DEPLOYED_WORKER_ENV = frozenset(
 )
 # Engine variables a deployment sets on purpose to something else than the server's default.
 DEPLOYMENT_CHOICES = frozenset(
-    {"REDIS_URL", "CELERY_BROKER_URL", "ENGINE_AI_DISPATCH", "ENGINE_ADVERTISE_ADDRESS"}
+    {
+        "REDIS_URL",
+        "CELERY_BROKER_URL",
+        "ENGINE_AI_DISPATCH",
+        "ENGINE_ADVERTISE_ADDRESS",
+        "ENGINE_AI_TOKEN_KEYS",
+    }
 )
+
+
+def settings_named(env: Mapping[str, object], known: frozenset[str]) -> frozenset[str]:
+    """The settings an environment gives: NAME_FILE (a file holding NAME's value, such as a
+    mounted Secret) gives NAME, unless NAME_FILE is a setting itself (ENGINE_TLS_CERT_FILE)."""
+    named = set()
+    for name in env:
+        base = name.removesuffix("_FILE")
+        named.add(base if name not in known and base in known else name)
+    return frozenset(named)
 
 
 def option(env: str) -> engine_config.Option:

@@ -33,6 +33,7 @@ from tests.deploy.deploy_support import (
     engine_settings,
     load_yaml_documents,
     option,
+    settings_named,
     worker_settings,
 )
 
@@ -198,6 +199,9 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "worker": {"softTopologySpread": False},
     },
     "no-ai-move-test": {"tests": {"aiMove": {"enabled": False}}},
+    "ai-key-existing-secret": {
+        "engine": {"aiTokenKeys": {"existingSecret": "games-engine-keys", "existingSecretKey": "ai"}}
+    },
     "tracing-json-logs": {
         "logFormat": "json",
         "tracing": {
@@ -512,7 +516,12 @@ def test_redis_auth_existing_secret() -> None:
             }
         }
     )
-    assert not by_kind(docs, "Secret"), "the chart makes no Secret of its own"
+    redis_secrets = [
+        s
+        for s in by_kind(docs, "Secret")
+        if s["metadata"]["labels"]["app.kubernetes.io/component"] == "redis"
+    ]
+    assert not redis_secrets, "the chart makes no Secret of its own for Redis"
     redis = by_kind(docs, "StatefulSet")[0]["spec"]["template"]["spec"]["containers"][0]
     assert env_of(redis)["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
         "name": "games-redis-auth",
@@ -576,16 +585,56 @@ CHART_INTERNAL_ENV = frozenset({"ASCENSION_REDIS_PASSWORD"})
 TELEMETRY_ENV = telemetry.ENVIRONMENT
 
 
+SETTINGS = CONTRACT.engine_env | CONTRACT.worker_env
+# What a Secret the chart does not make holds, as far as these tests are concerned.
+EXISTING_SECRET_VALUE = "an-existing-secret-of-forty-characters-x"
+
+
+def secret_files(docs: list[dict[str, Any]], component: str) -> dict[str, tuple[str, str]]:
+    """Files the component's container reads from Secrets: path -> (Secret, key)."""
+    spec = one(docs, "Deployment", component)["spec"]["template"]["spec"]
+    (main,) = [c for c in spec["containers"] if c["name"] == component]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    files = {}
+    for mount in main.get("volumeMounts", []):
+        volume = volumes[mount["name"]]
+        sources = volume.get("projected", {}).get("sources", [])
+        if "secret" in volume:
+            sources = [{"secret": {"name": volume["secret"]["secretName"], **volume["secret"]}}]
+        for source in sources:
+            secret = source.get("secret")
+            if secret is None:
+                continue
+            for item in secret["items"]:
+                files[f"{mount['mountPath']}/{item['path']}"] = (secret["name"], item["key"])
+    return files
+
+
+def secret_value(docs: list[dict[str, Any]], name: str, key: str) -> str:
+    """A key of a Secret the chart renders, or a stand-in for an existing Secret's."""
+    for secret in by_kind(docs, "Secret"):
+        if secret["metadata"]["name"] == name:
+            value: str = secret["stringData"][key]
+            return value
+    return EXISTING_SECRET_VALUE
+
+
 def resolved_env(docs: list[dict[str, Any]], component: str) -> dict[str, str]:
     """The container's environment as the process sees it (Secret refs: a broker URL;
-    $(VAR) references expanded as Kubernetes does)."""
+    $(VAR) references expanded as Kubernetes does; NAME_FILE naming a file mounted from a
+    Secret: NAME with that Secret's value, as the engine reads it)."""
     env: dict[str, str] = {}
+    files = secret_files(docs, component)
     for name, item in env_of(container(docs, component)).items():
         if "valueFrom" in item:
             assert "secretKeyRef" in item["valueFrom"], f"{component}: {name}"
             value = "s3cret" if name in CHART_INTERNAL_ENV else "redis://secret.example:6379/0"
         else:
             value = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], item["value"])
+        base = name.removesuffix("_FILE")
+        if value in files and name not in SETTINGS and base in SETTINGS:
+            env[base] = secret_value(docs, *files[value])
+            continue
         env[name] = value
     return {k: v for k, v in env.items() if k not in CHART_INTERNAL_ENV}
 
@@ -610,12 +659,11 @@ def test_environment_follows_the_contract(scenario: str) -> None:
         extra = {item["name"] for item in values[component].get("extraEnv", [])}
         # The in-chart Redis's password, for the $(ASCENSION_REDIS_PASSWORD) in the URLs.
         extra |= CHART_INTERNAL_ENV
-        assert set(env) - extra <= allowed[component], (
-            f"{component}: {set(env) - extra - allowed[component]} are not its settings"
+        named = settings_named(env, allowed[component])
+        assert named - extra <= allowed[component], (
+            f"{component}: {named - extra - allowed[component]} are not its settings"
         )
-        assert required[component] <= set(env), (
-            f"{component} lacks {required[component] - set(env)}"
-        )
+        assert required[component] <= named, f"{component} lacks {required[component] - named}"
         for item in env.values():
             ref = item.get("valueFrom", {}).get("secretKeyRef")
             if ref is None:
@@ -1340,8 +1388,13 @@ def test_packaged_chart_renders_like_the_directory(tmp_path: Path) -> None:
 
 
 def mask_generated(rendered: dict[str, str]) -> dict[str, str]:
-    """A render with the generated Redis password (and the checksums over it) masked."""
+    """A render with the generated Redis password and AI credential key (and the checksums
+    over them) masked."""
     return {
-        path: re.sub(r'(redis-password: "|checksum/secret: )[A-Za-z0-9]+', r"\1<generated>", text)
+        path: re.sub(
+            r'(redis-password: "|ai-token-keys: "|checksum/secret: )[A-Za-z0-9]+',
+            r"\1<generated>",
+            text,
+        )
         for path, text in rendered.items()
     }

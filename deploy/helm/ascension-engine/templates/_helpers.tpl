@@ -136,6 +136,45 @@ The generated password of the in-chart Redis: the one already in the cluster's S
 {{- end }}
 
 {{/*
+The engine's keys: the Secret <fullname>-engine-keys the chart writes (a generated AI
+credential key, and operator keys given in values), mounted as files.
+*/}}
+{{- define "ascension-engine.engineKeysSecretName" -}}
+{{- printf "%s-engine-keys" (include "ascension-engine.fullname" .) }}
+{{- end }}
+
+{{/*
+The generated key of AI move credentials: the one already in the cluster's Secret (lookup:
+kept across upgrades, so credentials of moves in flight stay valid), else a new random one.
+*/}}
+{{- define "ascension-engine.generatedAiTokenKey" -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "ascension-engine.engineKeysSecretName" .) }}
+{{- if and $existing $existing.data (index $existing.data "ai-token-keys") }}
+{{- index $existing.data "ai-token-keys" | b64dec }}
+{{- else }}
+{{- randAlphaNum 48 }}
+{{- end }}
+{{- end }}
+
+{{/*
+Secret and key of ENGINE_AI_TOKEN_KEYS: engine.aiTokenKeys.existingSecret, else the chart's.
+*/}}
+{{- define "ascension-engine.aiTokenKeysSecretName" -}}
+{{- .Values.engine.aiTokenKeys.existingSecret | default (include "ascension-engine.engineKeysSecretName" .) }}
+{{- end }}
+
+{{- define "ascension-engine.aiTokenKeysSecretKey" -}}
+{{- if .Values.engine.aiTokenKeys.existingSecret }}{{ .Values.engine.aiTokenKeys.existingSecretKey }}{{ else }}ai-token-keys{{ end }}
+{{- end }}
+
+{{/*
+Does the chart write <fullname>-engine-keys (something to put in it)?
+*/}}
+{{- define "ascension-engine.createEngineKeysSecret" -}}
+{{- if not .Values.engine.aiTokenKeys.existingSecret }}true{{- end }}
+{{- end }}
+
+{{/*
 Does the chart create the Secret holding REDIS_URL? (Only for externalRedis.url: the
 in-chart Redis's URL is built from its password at run time, see redisEnv.)
 */}}
@@ -249,7 +288,7 @@ lookup at install/upgrade time: run `helm upgrade` after rotating one).
 {{- define "ascension-engine.secretChecksums" -}}
 checksum/secret: {{ include (print .Template.BasePath "/secret.yaml") . | sha256sum }}
 {{- $data := dict }}
-{{- range $name := list .Values.externalRedis.existingSecret .Values.broker.existingSecret .Values.redis.auth.existingSecret }}
+{{- range $name := list .Values.externalRedis.existingSecret .Values.broker.existingSecret .Values.redis.auth.existingSecret .Values.engine.aiTokenKeys.existingSecret }}
 {{- if $name }}
 {{- $secret := lookup "v1" "Secret" $.Release.Namespace $name }}
 {{- $_ := set $data $name (($secret).data | default dict) }}
