@@ -159,8 +159,9 @@ def main() -> int:
     args = ap.parse_args()
 
     with support.redis_server() as url:
-        e = support.start_engine(url, LOG_LEVEL="WARNING", ENGINE_WATCH_MAX_STREAMS=str(args.idle + args.active + 100),
-                                 ENGINE_WATCH_MAX_STREAMS_PER_PEER=str(args.idle + args.active + 100))  # fmt: skip
+        room = str(args.idle + args.active + args.active_games + 10_000)  # probes create games too
+        e = support.start_engine(url, LOG_LEVEL="WARNING", ENGINE_WATCH_MAX_STREAMS=room,
+                                 ENGINE_WATCH_MAX_STREAMS_PER_PEER=room, ENGINE_MAX_LIVE_GAMES=room)  # fmt: skip
         try:
             stub = e.stub()
             print(f"creating {args.idle} quiet games and {args.active_games} played ones ...", flush=True)
