@@ -1,8 +1,9 @@
-"""Proto hygiene: `buf lint` and `buf breaking` on proto/ (buf from npm, see buf.yaml).
+"""Proto hygiene: `buf lint` and `buf breaking` on the module proto/ (its buf.yaml; buf from
+npm).
 
-tests/run installs buf with `npm ci` (package.json pins @bufbuild/buf) when
-node_modules/.bin/buf is missing. The breaking-change baseline is the proto of the previous
-release: the newest git tag `v*`, or before the first release the commit that first
+tests/run installs buf into .ci/buf with `npm ci` (.ci/buf/package.json pins @bufbuild/buf)
+when .ci/buf/node_modules/.bin/buf is missing. The breaking-change baseline is the proto of the
+previous release: the newest git tag `v*`, or before the first release the commit that first
 published ascension.v1 (docs/operations.md, "Proto hygiene").
 """
 
@@ -20,7 +21,8 @@ import yaml  # type: ignore[import-untyped, unused-ignore]
 
 from tests.deploy.deploy_support import REPO
 
-BUF = REPO / "node_modules" / ".bin" / "buf"
+BUF = REPO / ".ci" / "buf" / "node_modules" / ".bin" / "buf"
+MODULE = REPO / "proto"  # the buf module: proto/buf.yaml, imports relative to proto/
 FIRST_PROTO = "proto/ascension/v1/engine.proto"
 
 # The STANDARD findings buf.yaml records as exceptions (rule, symbol named in the message):
@@ -38,7 +40,7 @@ ACCEPTED_FINDINGS = {
 
 @pytest.fixture(scope="module")
 def buf() -> str:
-    assert BUF.exists(), "buf is missing: run tests/run (it runs `npm ci`), or `npm ci` here"
+    assert BUF.exists(), "buf is missing: run tests/run (it runs `npm ci` in .ci/buf)"
     return str(BUF)
 
 
@@ -66,7 +68,9 @@ def baseline_ref() -> str:
 
 
 def extract_proto(ref: str, into: Path) -> Path:
-    """proto/ as it was at `ref` (git archive works in worktrees and plain clones)."""
+    """proto/ as it was at `ref` (git archive works in worktrees and plain clones), a module of
+    its own: proto/buf.yaml came later, and without one buf would look for a configuration in
+    the directories above (any buf.yaml left in /tmp)."""
     archive = subprocess.run(
         ["git", "archive", "--format=tar", ref, "proto"],
         capture_output=True,
@@ -76,6 +80,9 @@ def extract_proto(ref: str, into: Path) -> Path:
     ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
+    config = into / "proto" / "buf.yaml"
+    if not config.exists():
+        config.write_text("version: v2\n")
     return into / "proto"
 
 
@@ -89,17 +96,18 @@ def findings(result: subprocess.CompletedProcess[str]) -> set[tuple[str, str]]:
 
 
 def test_buf_lint_passes(buf: str) -> None:
-    result = run(buf, "lint")
+    result = run(buf, "lint", "proto")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_lint_exceptions_are_exactly_the_recorded_ones(buf: str) -> None:
     """Without buf.yaml's ignore_only, STANDARD finds the recorded exceptions and nothing
     else: a new violation in an excepted file is not hidden by the file-wide exception."""
-    config = yaml.safe_load((REPO / "buf.yaml").read_text())
+    config = yaml.safe_load((MODULE / "buf.yaml").read_text())
     ignored = config["lint"].pop("ignore_only")
     assert set(ignored) == {rule for rule, _ in ACCEPTED_FINDINGS}
-    result = run(buf, "lint", "--config", json.dumps(config), "--error-format", "json")
+    # A --config is a module at the working directory: run in proto/.
+    result = run(buf, "lint", "--config", json.dumps(config), "--error-format", "json", cwd=MODULE)
     assert result.returncode != 0, "STANDARD found nothing: drop the exceptions from buf.yaml"
     assert findings(result) == ACCEPTED_FINDINGS
 
@@ -115,8 +123,7 @@ def test_buf_breaking_against_the_previous_release(buf: str, tmp_path: Path) -> 
 def test_buf_breaking_detects_a_breaking_change(buf: str, tmp_path: Path) -> None:
     baseline = extract_proto(baseline_ref(), tmp_path / "base")
     changed = tmp_path / "changed"
-    shutil.copytree(REPO / "proto", changed / "proto")
-    shutil.copy(REPO / "buf.yaml", changed / "buf.yaml")
+    shutil.copytree(MODULE, changed / "proto")  # with its buf.yaml
     engine = changed / FIRST_PROTO
     engine.write_text(engine.read_text().replace("string game_id = 1;", "string match_id = 1;"))
     result = run(buf, "breaking", "proto", "--against", str(baseline), cwd=changed)

@@ -41,7 +41,7 @@ def test_tests_run_brings_every_tool_the_tests_need() -> None:
     for tool, install in (
         ("redis-server", "apt_install redis-server"),
         ("promtool", "apt_install prometheus"),
-        ("node_modules/.bin/buf", "npm ci"),
+        (".ci/buf/node_modules/.bin/buf", "npm ci"),
     ):
         assert tool in script and install in script, tool
     assert script.rstrip().endswith('exec .venv/bin/python -m pytest -q "$@"')
