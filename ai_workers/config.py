@@ -69,9 +69,7 @@ class WorkerConfig:
     # Bots are untrusted code with a deadline (ai_workers/supervisor.py):
     decision_grace: float  # a decision ends within the seat's budget + this many seconds
     bot_load_seconds: float  # starting a bot process and loading a bot into it
-    slots_per_bot: (
-        int  # of this node's WORKER_CONCURRENCY slots, one bot name may hold; 0 = all but one
-    )
+    slots_per_bot: int  # of this node's slots, one plug-in bot may hold; 0 = all but one
     quarantine_failures: int  # overruns in a row after which a bot is not asked (0 = never)
     quarantine_seconds: float  # how long a misbehaving bot is quarantined / held to one slot
 
@@ -83,7 +81,7 @@ class WorkerConfig:
 
     @property
     def bot_slots(self) -> int:
-        """Slots one bot name may hold on this node: one is always left to the others."""
+        """Slots one plug-in bot name may hold on this node: one is left to the others."""
         if self.slots_per_bot > 0:
             return min(self.slots_per_bot, self.concurrency)
         return max(1, self.concurrency - 1)

@@ -10,7 +10,8 @@ process pool both run (``ai_workers.runner:play_move``).
    within the seat's budget plus the grace (``ai_workers/supervisor.py``), with a legal
    fallback if the bot fails, overruns, or is quarantined on this node for misbehaving
    (``ai_workers/slots.py``). A dead-lettered move (``fallback_only``) plays the fallback
-   without asking the bot.
+   without asking the bot. The decision holds one of the bot's slots of this worker;
+   :class:`BotBusy` when it has none left.
 4. ``SubmitAction`` with the version the bot planned on and the idempotency key
    ``ai:{game}:{seat}:{version}``: a lost race (``ABORTED``/``FAILED_PRECONDITION``) is
    dropped, never retried, and a repeated submit is never applied twice.
@@ -56,9 +57,20 @@ def worker_config() -> config.WorkerConfig:
         return config.load({})
 
 
+class BotBusy(Exception):
+    """The bot holds all the slots of this worker it may: the move must wait (the Celery task
+    sends it back to the queue with a short delay)."""
+
+    def __init__(self, bot: str, cap: int) -> None:
+        super().__init__(f"bot {bot!r} holds its {cap} slot(s) of this worker")
+        self.bot = bot
+
+
 def bot_records() -> slots.BotRecords:
     cfg = worker_config()
-    return slots.records(cfg.bot_slots, cfg.quarantine_failures, cfg.quarantine_seconds)
+    return slots.records(
+        cfg.bot_slots, cfg.quarantine_failures, cfg.quarantine_seconds, cfg.concurrency
+    )
 
 
 def describe(payload: dict[str, Any]) -> str:
@@ -226,16 +238,24 @@ def _decide(
         start = time.perf_counter()
         action = fallback_action(view, legal)
         return Decision(action, settings.name, time.perf_counter() - start, why)
+    # The slot is held for the decision only: the submit that follows may bring the next
+    # move of the same bot at once, on another process, which must find the slot free.
+    slot = records.acquire(settings.name)
+    if slot is None:
+        raise BotBusy(settings.name, records.cap(settings.name))
     host = supervisor.host(cfg.bot_load_seconds, cfg.log_level)
     where = f"game {game_id} seat {seat} v{version}"
     start = time.perf_counter()
-    try:
-        d = supervised_decide(view, rules_view, legal, settings, host, cfg.decision_grace, where)
-    except SoftTimeLimitExceeded:  # the task's own limit struck first (a long load + budget)
-        log.warning("bot %r %s: the task's soft time limit struck; playing a fallback move",
-                    settings.name, where)  # fmt: skip
-        action = fallback_action(view, legal)
-        d = Decision(action, settings.name, time.perf_counter() - start, supervisor.DEADLINE)
+    with slot:
+        try:
+            d = supervised_decide(
+                view, rules_view, legal, settings, host, cfg.decision_grace, where
+            )
+        except SoftTimeLimitExceeded:  # the task's own limit struck first (a long load + budget)
+            log.warning("bot %r %s: the task's soft time limit struck; playing a fallback move",
+                        settings.name, where)  # fmt: skip
+            action = fallback_action(view, legal)
+            d = Decision(action, settings.name, time.perf_counter() - start, supervisor.DEADLINE)
     if d.fallback in supervisor.MISBEHAVIOUR:
         r = records.misbehaved(settings.name)
         if records.quarantined(settings.name):

@@ -3,9 +3,10 @@
 A node is one ``ascension-worker run``: its ``WORKER_CONCURRENCY`` pool processes share a
 directory (``ASCENSION_WORKER_STATE_DIR``, a fresh one made by ``run``) where
 
-- each bot name has ``WORKER_SLOTS_PER_BOT`` slot files (all slots but one by default); a move
-  runs only while it holds one (an exclusive ``flock``, released by the kernel even when the
-  process dies), so one bot name cannot take every slot of the node;
+- each plug-in bot name has ``WORKER_SLOTS_PER_BOT`` slot files (all slots but one by
+  default); its decisions run only while they hold one (an exclusive ``flock``, released by
+  the kernel even when the process dies), so one plug-in cannot take every slot of the node.
+  The built-in bots (our code, registered under their own names) may use every slot;
 - each bot name has a record of its misbehaviour: decisions that overran their deadline or
   killed the bot process (``supervisor.MISBEHAVIOUR``). A bot that misbehaved in the last
   ``WORKER_BOT_QUARANTINE_SECONDS`` may hold one slot only; after
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -61,11 +63,14 @@ class BotRecords:
         slots_per_bot: int,
         quarantine_failures: int,
         quarantine_seconds: float,
+        all_slots: int = 0,
     ) -> None:
         self.directory = directory
-        self.slots_per_bot = slots_per_bot
+        self.slots_per_bot = slots_per_bot  # a plug-in's
+        self.all_slots = max(all_slots, slots_per_bot)  # a built-in's
         self.quarantine_failures = quarantine_failures
         self.quarantine_seconds = quarantine_seconds
+        self.settings = (slots_per_bot, quarantine_failures, quarantine_seconds, all_slots)
         self._memory: dict[str, Record] = {}
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
@@ -131,7 +136,9 @@ class BotRecords:
     # ---- slots -----------------------------------------------------------------------------
 
     def cap(self, bot: str) -> int:
-        return 1 if self.penalized(bot) else self.slots_per_bot
+        if self.penalized(bot):
+            return 1
+        return self.all_slots if is_builtin(bot) else self.slots_per_bot
 
     def acquire(self, bot: str) -> Slot | None:
         """One of the bot's slots on this node, or None when it holds all it may."""
@@ -167,25 +174,29 @@ class BotRecords:
         return held
 
 
+@functools.cache
+def is_builtin(bot: str) -> bool:
+    """One of our bots under its own name (an entry point may put other code under it)."""
+    from ai_workers.bots.registry import BUILTINS, _registered
+
+    return bot in BUILTINS and _registered().get(bot) == BUILTINS[bot]
+
+
 _records: BotRecords | None = None
 
 
-def records(slots_per_bot: int, quarantine_failures: int, quarantine_seconds: float) -> BotRecords:
+def records(
+    slots_per_bot: int, quarantine_failures: int, quarantine_seconds: float, all_slots: int = 0
+) -> BotRecords:
     """This process's view of the node's records (the directory from the environment)."""
     global _records
     raw = os.environ.get(STATE_DIR_ENV, "").strip()
     directory = Path(raw) if raw else None
+    wanted = (slots_per_bot, quarantine_failures, quarantine_seconds, all_slots)
     r = _records
-    if (
-        r is None
-        or r.directory != directory
-        or (r.slots_per_bot, r.quarantine_failures, r.quarantine_seconds)
-        != (slots_per_bot, quarantine_failures, quarantine_seconds)
-    ):
+    if r is None or r.directory != directory or r.settings != wanted:
         with contextlib.suppress(OSError):
-            r = _records = BotRecords(
-                directory, slots_per_bot, quarantine_failures, quarantine_seconds
-            )
+            r = _records = BotRecords(directory, *wanted)
     if r is None:  # the directory cannot be made: keep records in the process
-        r = _records = BotRecords(None, slots_per_bot, quarantine_failures, quarantine_seconds)
+        r = _records = BotRecords(None, *wanted)
     return r

@@ -3,9 +3,9 @@
 - A transient engine error (UNAVAILABLE, DEADLINE_EXCEEDED) is retried a bounded number of
   times with backoff; a stale move or a lost race is dropped by ``play_move`` itself; any
   other error fails the task (counted), and the engine's sweeper re-dispatches the move later.
-- One bot name holds at most its share of this node's slots (``ai_workers/slots.py``): a move
-  of a bot at its cap is sent back to the queue with a short delay (``deferred``), so moves
-  of other bots find a free slot.
+- One bot name holds at most its share of this node's slots while it decides
+  (``ai_workers/slots.py``): a move of a bot at its cap (``runner.BotBusy``) is sent back to
+  the queue with a short delay (``deferred``), so moves of other bots find a free slot.
 - Dead letters: a task whose pool process died or that hit its hard time limit is not
   delivered again (it is acknowledged): the main worker process counts it
   (``ascension_worker_dead_letters_total``), logs it at WARNING and sends the move once more
@@ -97,24 +97,14 @@ def choose_move(self: Any, **payload: Any) -> str:
     if redelivered and not payload.get("fallback_only"):
         dead_letter(payload, request.id, REDELIVERED)
         payload = {**payload, "fallback_only": True}
-    name = bot_name(payload)
-    records = runner.bot_records()
-    if payload.get("fallback_only") or records.quarantined(name):
-        return runner.play_move(**payload)  # the bot is not asked: no slot needed
-    slot = records.acquire(name)
-    if slot is None:
-        log.info(
-            "bot %r holds its %d slot(s) of this worker: move of game %s v%s deferred",
-            name,
-            records.cap(name),
-            payload.get("game_id"),
-            payload.get("version"),
-        )
+    try:
+        return runner.play_move(**payload)
+    except runner.BotBusy as busy:
+        log.info("%s: move of game %s v%s deferred", busy, payload.get("game_id"),
+                 payload.get("version"))  # fmt: skip
         publish(payload, request.id, DEFER_SECONDS * (1 + random.random()))
         metrics.outcomes.labels(DEFERRED).inc()
         return DEFERRED
-    with slot:
-        return runner.play_move(**payload)
 
 
 @signals.before_task_publish.connect  # type: ignore[untyped-decorator]

@@ -37,7 +37,9 @@ def test_slots_are_shared_by_the_nodes_processes_and_freed_when_one_dies(tmp_pat
     )  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "True"
-        records = BotRecords(tmp_path, slots_per_bot=1, quarantine_failures=3, quarantine_seconds=60)
+        records = BotRecords(
+            tmp_path, slots_per_bot=1, quarantine_failures=3, quarantine_seconds=60
+        )
         assert records.acquire("sleeper") is None
     finally:
         holder.kill()
@@ -72,3 +74,17 @@ def test_without_a_directory_records_stay_in_the_process() -> None:
     records.misbehaved("x")
     assert records.quarantined("x")
     assert BotRecords(None, 1, 0, 60).quarantined("x") is False  # each process its own
+
+
+def test_built_in_bots_may_use_every_slot_until_they_misbehave(tmp_path: Path) -> None:
+    records = BotRecords(tmp_path, slots_per_bot=1, quarantine_failures=3, quarantine_seconds=60,
+                         all_slots=2)  # fmt: skip
+    held = [records.acquire("heuristic"), records.acquire("heuristic")]
+    assert all(held) and records.acquire("heuristic") is None
+    plugin = records.acquire("sleeper")
+    assert plugin is not None and records.acquire("sleeper") is None  # a plug-in: one of two
+    for slot in (*held, plugin):
+        assert slot is not None
+        slot.release()
+    records.misbehaved("heuristic")
+    assert records.cap("heuristic") == 1

@@ -68,3 +68,16 @@ def test_retries_and_deferrals_show_no_token_in_their_headers() -> None:
     headers: dict[str, Any] = {"kwargsrepr": "{'token': 'ai1.secret'}", "argsrepr": "()"}
     tasks._redact_headers(sender=config.TASK_NAME, body=((), payload(), {}), headers=headers)
     assert "secret" not in headers["kwargsrepr"] and "g1" in headers["kwargsrepr"]
+
+
+def test_a_move_of_a_bot_at_its_cap_is_deferred(
+    sent: list[tuple[dict[str, Any], str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def busy(**_: Any) -> str:
+        raise runner.BotBusy("stubborn", 1)
+
+    monkeypatch.setattr(runner, "play_move", busy)
+    before = metrics.outcomes.labels(runner.DEFERRED)._value.get()
+    assert tasks.choose_move(**payload()) == runner.DEFERRED
+    assert [p for p, _ in sent] == [payload()]  # sent back to the queue, as it came
+    assert metrics.outcomes.labels(runner.DEFERRED)._value.get() == before + 1

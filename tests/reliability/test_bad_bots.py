@@ -169,10 +169,10 @@ def test_bad_bots_finish_their_games_and_do_not_starve_a_healthy_one(
         name: create(engine, [ai(name, time_ms=BAD_TIME_MS, seed=1), ai("heuristic", seed=2)], i)
         for i, name in enumerate(("sleeper", "stubborn", "exiter"), start=1)
     }
-    # a second sleeper game: two of its moves at once, one slot for it (of 2)
-    second = create(
-        engine, [ai("sleeper", time_ms=BAD_TIME_MS, seed=5), ai("heuristic", seed=6)], 7
-    )
+    # a game of two sleepers: its first move is a sleeper's, at the time the other sleeper
+    # game's first ones are; a plug-in holds one slot of two: a sleeper move is deferred
+    second = create(engine, [ai("sleeper", time_ms=BAD_TIME_MS, seed=5),
+                             ai("sleeper", time_ms=BAD_TIME_MS, seed=6)], 7)  # fmt: skip
     healthy = create(engine, [ai("heuristic", seed=3), ai("heuristic", seed=4)], 9)
     clock = MoveClock(engine, healthy.game_id)
     start = time.monotonic()
