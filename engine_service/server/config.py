@@ -104,7 +104,7 @@ OPTIONS: tuple[Option, ...] = (
         "celery_broker_url",
         str,
         "",
-        "Celery broker for AI moves (default REDIS_URL)",
+        "Celery broker for AI moves (default REDIS_URL, unless ENGINE_REDIS_MODE=cluster)",
     ),
     Option("ENGINE_AI_DISPATCH", "ai_dispatch", str, "auto", "auto, celery, local or off"),
     Option(
@@ -135,7 +135,7 @@ OPTIONS: tuple[Option, ...] = (
         "ENGINE_STREAM_MAXLEN",
         "stream_maxlen",
         int,
-        16,
+        8,
         "recent updates (and idempotency keys) kept per live game",
     ),
     Option(
@@ -221,7 +221,7 @@ class Settings:
     shutdown_grace_seconds: float = 20.0
     shutdown_drain_seconds: float = 2.0
     max_message_bytes: int = 4194304
-    stream_maxlen: int = 16
+    stream_maxlen: int = 8
     watch_max_streams: int = 20000
     watch_max_streams_per_peer: int = 1000
     local_ai_target: str = "ai_workers.runner:play_move"
@@ -263,7 +263,11 @@ class Settings:
 
     @property
     def broker_url(self) -> str:
-        return self.celery_broker_url or self.store_url
+        """CELERY_BROKER_URL, else the games' Redis when it is a single one (a Redis Cluster
+        cannot hold a Celery queue: its keys would be spread over slots)."""
+        if self.celery_broker_url:
+            return self.celery_broker_url
+        return self.store_url if self.redis_mode != "cluster" else ""
 
     def access(self) -> Access:
         return Access.of(parse_keys(self.operator_keys), self.public_create, self.caller_seeds)

@@ -171,6 +171,14 @@ class WatchHub:
                 )
             if backlog and last_id and backlog[0].parent_id != last_id:
                 raise self._lost(game_id, last, backlog[0].version - 1, observed=False)
+            if rec.over and not backlog:  # a finished game's window is kept a while only
+                raise ServiceError(
+                    Code.OUT_OF_RANGE,
+                    f"game {game_id} is over and its updates are no longer kept; GetGame has "
+                    "its final state",
+                    reason="HISTORY_TRIMMED",
+                    metadata={"first_version": str(rec.version + 1)},
+                )
             for u in backlog:
                 yield u
                 last, last_id = u.version, u.commit_id

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 
 # How many recent updates (and idempotency keys) a live game keeps: enough for watchers that
 # fall a little behind and for retries of recent submits; a watcher further behind gets
-# OUT_OF_RANGE and reads the game again. A finished game keeps its final update only.
-DEFAULT_WINDOW = 16
+# OUT_OF_RANGE and reads the game again. A finished game keeps its window a few minutes (for
+# watchers behind at the end), then only what replay needs: its record, log and last key.
+DEFAULT_WINDOW = 8  # (most of a live game's memory: see benchmarks/footprint.py)
 DEFAULT_FINISHED_TTL = 86_400  # seconds a finished game is kept for GetGame/GetReplay
 DEFAULT_IDLE_TTL = 7 * 86_400  # seconds an unfinished game is kept after its last move
+DEFAULT_FINISHED_WINDOW_TTL = 300  # seconds a finished game keeps its window of updates
 
 
 def new_commit_id() -> str:
@@ -41,6 +43,7 @@ class StoreSettings:
     window: int = DEFAULT_WINDOW
     finished_ttl: int = DEFAULT_FINISHED_TTL
     idle_ttl: int = DEFAULT_IDLE_TTL
+    finished_window_ttl: int = DEFAULT_FINISHED_WINDOW_TTL
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,22 +10,30 @@ docs/scaling.md), and changing it would move every game.
 
 Keys of game ``G`` in bucket ``B`` (two digits)::
 
-    asc:{B}:g:G     hash: state, version, cid, meta, over, to_move, updated, ai
-    asc:{B}:u:G     stream: the last updates (window), entry id "<version>-0",
-                    fields u (GameUpdate bytes), c (commit id), p (parent's commit id),
-                    k (idempotency key, when the request had one)
-    asc:{B}:l:G     string: the replay log, 4 bytes per version after the first
+    asc:{B}:g:G     hash: state, version, cid, meta (zlib, see ``pack_meta``), over, to_move,
+                    updated, ai
+    asc:{B}:w:G     list: the window of recent updates, oldest first (``pack_window_entry``)
+    asc:{B}:l:G     string: the replay log, 4 bytes per version after the first (a finished
+                    game's is zlib-compressed: ``pack_log``)
     asc:{B}:i:G     hash: idempotency key -> "<version>|<fingerprint>" (keys in the window)
 
-and the bucket's indexes::
+and the bucket's indexes and news::
 
     asc:{B}:games   sorted set, all scores 0: game ids (lexicographic = creation order)
     asc:{B}:active  sorted set: ids of unfinished games by last update (unix ms)
     asc:{B}:ai      sorted set: ids of games waiting for an AI move, by when the wait began
+    asc:{B}:news    stream (trimmed to a few hundred entries): field g = the id of a game that
+                    has a new version; what watchers of the bucket's games block on
+
+A window is a list, not a stream per game: a stream costs at least one 4 KB node per key
+(Redis preallocates ``stream-node-max-bytes``), more than everything else a game keeps, while a
+list of a few updates costs little more than their bytes. The bucket's news stream is what a
+blocking read waits on.
 """
 
 from __future__ import annotations
 
+import struct
 import zlib
 
 BUCKETS = 64
@@ -42,7 +50,46 @@ def tag(bucket: int) -> str:
 def game_keys(game_id: str) -> tuple[str, str, str, str]:
     """record, window, log, idempotency keys."""
     t = tag(bucket_of(game_id))
-    return f"{t}:g:{game_id}", f"{t}:u:{game_id}", f"{t}:l:{game_id}", f"{t}:i:{game_id}"
+    return f"{t}:g:{game_id}", f"{t}:w:{game_id}", f"{t}:l:{game_id}", f"{t}:i:{game_id}"
+
+
+def news_key(bucket: int) -> str:
+    return f"{tag(bucket)}:news"
+
+
+_OVER, _RAW_IDS = 1, 2
+
+
+def pack_window_entry(
+    version: int, over: bool, commit_id: str, parent_id: str, update: bytes
+) -> bytes:
+    """The version (4 bytes, big-endian: what the scripts read), flags, the commit id and its
+    parent's (8 bytes each when they are 16 hex digits, as commit ids are; else each as a
+    length byte and its text), then the update."""
+    flags = _OVER if over else 0
+    try:
+        ids = bytes.fromhex(commit_id) + bytes.fromhex(parent_id)
+        raw = len(ids) == 16
+    except ValueError:
+        raw = False
+    if raw:
+        flags |= _RAW_IDS
+    else:
+        c, p = commit_id.encode(), parent_id.encode()
+        ids = bytes((len(c),)) + c + bytes((len(p),)) + p
+    return struct.pack(">IB", version, flags) + ids + update
+
+
+def unpack_window_entry(raw: bytes) -> tuple[int, bool, str, str, bytes]:
+    """(version, over, commit id, parent's commit id, update)."""
+    version, flags = struct.unpack_from(">IB", raw)
+    if flags & _RAW_IDS:
+        cid, parent, rest = raw[5:13].hex(), raw[13:21].hex(), 21
+    else:
+        n = raw[5]
+        cid, m = raw[6 : 6 + n].decode(), raw[6 + n]
+        parent, rest = raw[7 + n : 7 + n + m].decode(), 7 + n + m
+    return version, bool(flags & _OVER), cid, parent, raw[rest:]
 
 
 def index_keys(bucket: int) -> tuple[str, str, str]:
@@ -58,7 +105,32 @@ def pack_log_entry(seat: int, action: int) -> bytes:
     return bytes((seat,)) + action.to_bytes(3, "big")
 
 
-def unpack_log(raw: bytes) -> list[tuple[int, int]]:
+def unpack_log(stored: bytes) -> list[tuple[int, int]]:
+    raw = unpack_log_bytes(stored)
     if len(raw) % 4:
         raise ValueError(f"replay log of {len(raw)} bytes is not whole 4-byte entries")
     return [(raw[i], int.from_bytes(raw[i + 1 : i + 4], "big")) for i in range(0, len(raw), 4)]
+
+
+def pack_meta(meta: bytes) -> bytes:
+    """A game's metadata as Redis keeps it: zlib-compressed when that is shorter (its JSON holds
+    hex digests; compressed, a 6-player game's is half as long, read by a replica once)."""
+    packed = zlib.compress(meta, 9)
+    return packed if len(packed) < len(meta) else meta
+
+
+def unpack_meta(raw: bytes) -> bytes:
+    """The metadata's JSON (it begins with "{"; zlib's output with "x")."""
+    return zlib.decompress(raw) if raw[:1] == b"x" else raw
+
+
+_PACKED_LOG = 0xFF  # first byte of a compressed log (a plain log begins with a seat, < 8)
+
+
+def pack_log(raw: bytes) -> bytes:
+    """A finished game's replay log as kept: compressed (a quarter of the size)."""
+    return bytes((_PACKED_LOG,)) + zlib.compress(raw, 9)
+
+
+def unpack_log_bytes(stored: bytes) -> bytes:
+    return zlib.decompress(stored[1:]) if stored[:1] == bytes((_PACKED_LOG,)) else stored

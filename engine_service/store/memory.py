@@ -1,8 +1,8 @@
 """The in-process store: games in a dict behind a lock (the embedded default, one process).
 
 Same semantics as the Redis store: compare-and-set commits on version and commit id, a window
-of recent updates and idempotency keys per game, the final update only once a game is over,
-idle and finished expiry.
+of recent updates and idempotency keys per game (kept a few minutes once a game is over, with
+its last key only), idle and finished expiry.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class _Game:
     updated_ms: int
     updates: collections.deque[tuple[StoredUpdate, str]]  # (update, idempotency key)
     expires_at: float
+    window_expires_at: float = float("inf")
     log: list[tuple[int, int]] = field(default_factory=list)
     idem: dict[str, IdempotentRecord] = field(default_factory=dict)
     ai: tuple[int, bytes, float] | None = None  # (version, payload, first enqueued)
@@ -56,10 +57,14 @@ class MemoryStore(Store):
 
     def _get(self, game_id: str) -> _Game | None:
         g = self._games.get(game_id)
-        if g is not None and g.expires_at <= time.time():
-            del self._games[game_id]
-            self._wake()
-            return None
+        if g is not None:
+            now = time.time()
+            if g.expires_at <= now:
+                del self._games[game_id]
+                self._wake()
+                return None
+            if g.window_expires_at <= now and g.updates:
+                g.updates.clear()
         return g
 
     def _wake(self) -> None:
@@ -127,10 +132,11 @@ class MemoryStore(Store):
                 g.idem[c.idem_key] = record
             g.ai = None if c.ai_pending is None else (g.version, c.ai_pending, c.enqueued_at)
             if c.over:
-                g.expires_at = time.time() + self.settings.finished_ttl
-                last = g.updates[-1]
-                g.updates.clear()
-                g.updates.append(last)
+                now = time.time()
+                g.expires_at = now + self.settings.finished_ttl
+                g.window_expires_at = now + min(
+                    self.settings.finished_window_ttl, self.settings.finished_ttl
+                )
                 g.idem = {c.idem_key: record} if c.idem_key else {}
             else:
                 g.expires_at = time.time() + self.settings.idle_ttl

@@ -25,14 +25,21 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import (
-    ConnectionError as RedisConnectionError,
-)
-from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MaxConnectionsError,
+    MovedError,
     NoScriptError,
+    RedisClusterException,
     RedisError,
     ResponseError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
+from redis.exceptions import (
+    ConnectionError as RedisConnectionError,
 )
 from redis.exceptions import (
     TimeoutError as RedisTimeoutError,
@@ -57,57 +64,60 @@ from engine_service.store.base import (
 log = logging.getLogger("ascension.engine.store")
 T = TypeVar("T")
 
+# KEYS: record, window, games, active, ai, news
+# ARGV: 1 id, 2 cid, 3 state, 4 meta, 5 window entry, 6 to_move, 7 created ms, 8 ai payload,
+#       9 enqueued at, 10 idle ttl, 11 news length
 _CREATE = """
 local cid = redis.call('HGET', KEYS[1], 'cid')
 if cid then return cid == ARGV[2] and 1 or 0 end
 redis.call('HSET', KEYS[1], 'state', ARGV[3], 'version', 1, 'cid', ARGV[2], 'meta', ARGV[4],
            'over', 0, 'to_move', ARGV[6], 'updated', ARGV[7])
-redis.call('XADD', KEYS[2], '1-0', 'u', ARGV[5], 'c', ARGV[2], 'p', '')
+redis.call('RPUSH', KEYS[2], ARGV[5])
 redis.call('ZADD', KEYS[3], 0, ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[7], ARGV[1])
 if ARGV[8] ~= '' then
   redis.call('ZADD', KEYS[5], ARGV[9], ARGV[1])
   redis.call('HSET', KEYS[1], 'ai', '1|' .. ARGV[8])
 end
+redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[11], '*', 'g', ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[10])
 redis.call('EXPIRE', KEYS[2], ARGV[10])
 return 1
 """
 
-# KEYS: record, window, log, idem, active, ai
-# ARGV: 1 id, 2 expected version, 3 expected cid, 4 new cid, 5 state, 6 update, 7 log entry,
+# KEYS: record, window, log, idem, active, ai, news
+# ARGV: 1 id, 2 expected version, 3 expected cid, 4 new cid, 5 state, 6 window entry (the
+#       update, see keys.pack_window_entry), 7 log entry,
 #       8 idem key, 9 fingerprint, 10 over, 11 to_move, 12 updated ms, 13 ai payload,
-#       14 enqueued at, 15 window, 16 idle ttl, 17 finished ttl
+#       14 enqueued at, 15 window, 16 idle ttl, 17 finished ttl, 18 finished window ttl,
+#       19 news length
 _COMMIT = """
 local cur = redis.call('HMGET', KEYS[1], 'version', 'cid')
 if not cur[1] then return {'missing', 0, ''} end
-if cur[2] == ARGV[4] then return {'ok', cur[1], cur[2]} end
+-- A commit sent again, or a key used again, is answered without applying anything; the same
+-- value is written back so that a WAIT after this script covers the first write (WAIT counts
+-- the replicas that have everything up to this connection's last write).
+if cur[2] == ARGV[4] then
+  redis.call('HSET', KEYS[1], 'cid', cur[2])
+  return {'ok', cur[1], cur[2]}
+end
 if ARGV[8] ~= '' then
   local prior = redis.call('HGET', KEYS[4], ARGV[8])
-  if prior then return {'duplicate', cur[1], cur[2], prior} end
+  if prior then
+    redis.call('HSET', KEYS[4], ARGV[8], prior)
+    return {'duplicate', cur[1], cur[2], prior}
+  end
 end
 if cur[1] ~= ARGV[2] or cur[2] ~= ARGV[3] then return {'conflict', cur[1], cur[2]} end
 local nv = tonumber(cur[1]) + 1
 local w = tonumber(ARGV[15])
--- The window's entry first: a script's writes are not undone by a later error, so the write
--- that could be refused (an entry id below the stream's top) comes before any other.
-local entry = {'XADD', KEYS[2], 'MAXLEN', w, nv .. '-0', 'u', ARGV[6], 'c', ARGV[4], 'p', ARGV[3]}
-if ARGV[8] ~= '' then table.insert(entry, 'k'); table.insert(entry, ARGV[8]) end
-if ARGV[10] == '1' then table.insert(entry, 'o'); table.insert(entry, '1') end
-local leaving = nv - w
-local gone = nil
-if leaving >= 1 then gone = redis.call('XRANGE', KEYS[2], leaving .. '-0', leaving .. '-0')[1] end
-redis.call(unpack(entry))
-if gone then
-  local f = gone[2]
-  for j = 1, #f, 2 do
-    if f[j] == 'k' then redis.call('HDEL', KEYS[4], f[j + 1]) end
-  end
-end
-if ARGV[8] ~= '' then redis.call('HSET', KEYS[4], ARGV[8], nv .. '|' .. ARGV[9]) end
+redis.call('RPUSH', KEYS[2], ARGV[6])
+redis.call('LTRIM', KEYS[2], -w, -1)
 redis.call('HSET', KEYS[1], 'state', ARGV[5], 'version', nv, 'cid', ARGV[4], 'over', ARGV[10],
            'to_move', ARGV[11], 'updated', ARGV[12])
-redis.call('APPEND', KEYS[3], ARGV[7])
+-- The log is rewritten whole rather than appended to: APPEND reserves as much room again as
+-- the string holds (Redis grows strings greedily), a third of a game's memory by its end.
+redis.call('SET', KEYS[3], (redis.call('GET', KEYS[3]) or '') .. ARGV[7])
 if ARGV[13] ~= '' then
   redis.call('ZADD', KEYS[6], ARGV[14], ARGV[1])
   redis.call('HSET', KEYS[1], 'ai', nv .. '|' .. ARGV[13])
@@ -115,18 +125,60 @@ else
   redis.call('ZREM', KEYS[6], ARGV[1])
   redis.call('HDEL', KEYS[1], 'ai')
 end
-local ttl = ARGV[16]
+redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[19], '*', 'g', ARGV[1])
+local record = nv .. '|' .. ARGV[9]
 if ARGV[10] == '1' then
-  ttl = ARGV[17]
+  -- Over: the record, log and last key are kept for replay; the window a little while, for
+  -- watchers that fell behind near the end.
   redis.call('ZREM', KEYS[5], ARGV[1])
-  redis.call('XTRIM', KEYS[2], 'MAXLEN', 1)
   redis.call('DEL', KEYS[4])
-  if ARGV[8] ~= '' then redis.call('HSET', KEYS[4], ARGV[8], nv .. '|' .. ARGV[9]) end
+  if ARGV[8] ~= '' then redis.call('HSET', KEYS[4], ARGV[8], record) end
+  for _, i in ipairs({1, 3, 4}) do redis.call('EXPIRE', KEYS[i], ARGV[17]) end
+  redis.call('EXPIRE', KEYS[2], math.min(tonumber(ARGV[18]), tonumber(ARGV[17])))
 else
   redis.call('ZADD', KEYS[5], ARGV[12], ARGV[1])
+  if ARGV[8] ~= '' then redis.call('HSET', KEYS[4], ARGV[8], record) end
+  if redis.call('HLEN', KEYS[4]) > w then  -- keys of versions that left the window go
+    local all = redis.call('HGETALL', KEYS[4])
+    for j = 1, #all, 2 do
+      local v = tonumber(string.match(all[j + 1], '^(%d+)|'))
+      if v and v <= nv - w then redis.call('HDEL', KEYS[4], all[j]) end
+    end
+  end
+  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[16]) end
 end
-for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
 return {'ok', nv, ARGV[4]}
+"""
+
+# KEYS: news, then the windows of games of its bucket; ARGV: each window's cursor.
+# Returns the news stream's last id (what a blocking read waits after); for each game with
+# versions above its cursor, its position (1-based) and those entries, oldest first; and the
+# positions of games whose latest version is below their cursor (the store went back).
+_NEWS = """
+local out, behind = {}, {}
+for i = 2, #KEYS do
+  local top = redis.call('LINDEX', KEYS[i], -1)
+  if top then
+    local n = struct.unpack('>I4', top) - tonumber(ARGV[i - 1])
+    if n > 0 then
+      out[#out + 1] = i - 1
+      out[#out + 1] = redis.call('LRANGE', KEYS[i], -n, -1)
+    elseif n < 0 then
+      behind[#behind + 1] = i - 1
+    end
+  end
+end
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+return {last and last[1] or '0-0', out, behind}
+"""
+
+# KEYS: window; ARGV: version. The entry of that version, if the window holds it.
+_UPDATE_AT = """
+local top = redis.call('LINDEX', KEYS[1], -1)
+if not top then return false end
+local i = tonumber(ARGV[1]) - struct.unpack('>I4', top) - 1
+if i >= 0 then return false end
+return redis.call('LINDEX', KEYS[1], i)
 """
 
 # The record's version, commit id and over flag; its state (and meta) only when the commit id
@@ -149,6 +201,28 @@ redis.call('ZREM', KEYS[7], ARGV[1])
 return existed
 """
 
+# KEYS: idempotency keys; ARGV: key, "1" to write it back (as _COMMIT does, for WAIT)
+_IDEMPOTENT = """
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and ARGV[2] == '1' then redis.call('HSET', KEYS[1], ARGV[1], v) end
+return v
+"""
+
+# KEYS: record. Writes the commit id back unchanged: a WAIT after it covers every earlier
+# write of the game (the replication stream is in order).
+_TOUCH = """
+local c = redis.call('HGET', KEYS[1], 'cid')
+if c then redis.call('HSET', KEYS[1], 'cid', c) end
+return 1
+"""
+
+# KEYS: a string; ARGV: its length, its new value. Replaced (TTL kept) if the length is that.
+_REPLACE = """
+if redis.call('STRLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+return 1
+"""
+
 # KEYS: record; ARGV: old "<version>|<payload>", new one
 _CLAIM = """
 local cur = redis.call('HGET', KEYS[1], 'ai')
@@ -160,7 +234,8 @@ return 1
 _MAX_CONNECTIONS = 256  # of redis-py's pool (per node), and again of the hot path's
 _LOAD_FIELDS = ("version", "cid", "over", "state", "meta")
 _RETRYABLE = (RedisConnectionError, RedisTimeoutError)
-_CLUSTER_REDIRECTS = ("MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN")
+_NEWS_LENGTH = 256  # entries a bucket's news stream keeps (about: it is trimmed by nodes)
+_MAX_REDIRECTS = 16  # MOVED/ASK replies followed at once by one call (then with pauses)
 
 
 def _split_pending(raw: bytes) -> tuple[int, bytes]:
@@ -189,14 +264,9 @@ def _text(b: bytes | str | None) -> str:
     return "" if b is None else b.decode() if isinstance(b, bytes) else b
 
 
-def _stored_update(entry_id: bytes, fields: Mapping[bytes, bytes]) -> StoredUpdate:
-    return StoredUpdate(
-        int(entry_id.split(b"-")[0]),
-        _text(fields.get(b"c")),
-        _text(fields.get(b"p")),
-        fields[b"u"],
-        b"o" in fields,
-    )
+def _stored_update(entry: bytes) -> StoredUpdate:
+    version, over, cid, parent, update = keys.unpack_window_entry(entry)
+    return StoredUpdate(version, cid, parent, update, over)
 
 
 class _HotPath:
@@ -206,9 +276,13 @@ class _HotPath:
     callbacks, a task per write to bound it by the socket timeout) cost as much CPU as the
     round trip itself. One deadline bounds each round trip; a dropped connection or a timeout
     is retried on a fresh connection until ``retry_seconds`` have passed (the callers only send
-    commands that are safe to send again: reads, and the commit script, which recognises
-    itself). Standalone: at most ``limit`` connections, then redis-py's pool is used. Cluster:
-    the connections of the node that serves the key, refreshed on redirects and failovers."""
+    commands that are safe to send again: reads, and scripts that recognise themselves).
+    Standalone: at most ``limit`` connections, then redis-py's pool is used. Cluster: the
+    connections of the node that serves the key (redis-py's node objects). A MOVED reply
+    updates the slot map and the command goes to the new owner at once; an ASK reply (a slot
+    being migrated) sends it once to the node named, after ASKING; TRYAGAIN, CLUSTERDOWN, a
+    slot no known node serves, and a node that does not answer (a primary failing over) are
+    retried after a pause, with the slot map read again."""
 
     def __init__(
         self, client: Any, cluster: bool, limit: int, timeout: float | None, retry_seconds: float
@@ -218,8 +292,12 @@ class _HotPath:
         self._limit = limit
         self._timeout = timeout
         self._retry_seconds = retry_seconds
-        self._free: list[Any] = []
-        self._made = 0
+        # Connections of our own, per node name ("" standalone): redis-py's cluster client
+        # closes every connection of its nodes when it reads the slot map again, including
+        # connections in use, which must not happen to one between a send and its reply.
+        self._free: dict[str, list[Any]] = {}
+        self._made: dict[str, int] = {}
+        self._closing: set[asyncio.Task[None]] = set()
         self._initialized = not cluster
 
     async def _round_trip(self, conn: Any, packed: bytes, replies: int) -> list[Any]:
@@ -241,61 +319,116 @@ class _HotPath:
             await conn.disconnect(nowait=True)
             raise RedisTimeoutError(f"no reply from Redis within {self._timeout}s") from None
 
-    def _checkout(self, key: str) -> tuple[Any, Any]:
-        """(node or None, connection); None connection: use redis-py's ordinary path."""
+    def _checkout(self, key: str, node: Any = None) -> tuple[str, Any]:
+        """(node name, connection); None: use redis-py's pool (standalone, past the limit)."""
         if self._cluster:
-            node = self._client.get_node_from_key(key)
-            return node, node.acquire_connection()
-        if self._free:
-            return None, self._free.pop()
-        if self._made < self._limit:
-            pool = self._client.connection_pool
-            kwargs = {**pool.connection_kwargs, "socket_timeout": None}
-            self._made += 1
-            return None, pool.connection_class(**kwargs)  # connects on first use
-        return None, None
-
-    def _checkin(self, node: Any, conn: Any) -> None:
-        if node is not None:
-            node.release(conn)
+            node = node or self._client.get_node_from_key(key)
+            name, kwargs = node.name, node.connection_kwargs
+            connection_class = node.connection_class
         else:
-            self._free.append(conn)
+            name = ""
+            pool = self._client.connection_pool
+            kwargs, connection_class = pool.connection_kwargs, pool.connection_class
+        free = self._free.get(name)
+        if free:
+            return name, free.pop()
+        made = self._made.get(name, 0)
+        if made >= self._limit:
+            if self._cluster:
+                raise MaxConnectionsError(f"{made} connections to {name} are in use")
+            return name, None
+        self._made[name] = made + 1
+        # One deadline per round trip is ours; no retries below us (we retry whole calls).
+        kwargs = {**kwargs, "socket_timeout": None, "retry": Retry(NoBackoff(), 0)}
+        return name, connection_class(**kwargs)  # connects on first use
+
+    def _checkin(self, name: str, conn: Any) -> None:
+        if self._cluster and self._client.nodes_manager.nodes_cache.get(name) is None:
+            # not a node of the cluster any more: let the connection go
+            self._made[name] -= 1
+            task = asyncio.get_running_loop().create_task(conn.disconnect(nowait=True))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+            return
+        self._free.setdefault(name, []).append(conn)
+
+    def _node_named(self, host: str, port: int) -> Any:
+        """The node an ASK reply names (known to the slot map, or new)."""
+        from redis.asyncio.cluster import ClusterNode
+
+        manager = self._client.nodes_manager
+        node = manager.get_node(host=host, port=port)
+        if node is None:
+            node = ClusterNode(host, port, "primary", **manager.connection_kwargs)
+            manager.set_nodes(manager.nodes_cache, {node.name: node})
+        return node
 
     async def call(
-        self, key: str, packed: bytes, replies: int = 1, retry: bool = True
+        self, key: str, packed: bytes, replies: int = 1, *, retry: bool = True
     ) -> list[Any]:
+        """The replies of ``packed`` (``replies`` commands) sent where ``key`` lives. Without
+        ``retry`` only redirections are followed: an error is the caller's to handle."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self._retry_seconds if retry else 0.0)
         delay = 0.05
+        redirects = 0
         if not self._initialized:  # a Cluster client learns the slots on first use
             await self._client.initialize()
             self._initialized = True
+        ask: Any = None  # the node an ASK reply named, for the next attempt only
         while True:
-            node, conn = self._checkout(key)
-            if conn is None:
-                return await self._pooled(packed, replies)
+            name, conn = "", None
             try:
+                if ask is not None:
+                    name, conn = self._checkout(key, ask)
+                    ask = None
+                    out = await self._round_trip(
+                        conn, b"*1\r\n$6\r\nASKING\r\n" + packed, replies + 1
+                    )
+                    return out[1:]
+                name, conn = self._checkout(key)
+                if conn is None:
+                    return await self._pooled(packed, replies)
                 return await self._round_trip(conn, packed, replies)
-            except ResponseError as e:  # the error reply was read whole: the connection is clean
-                if not (self._cluster and str(e).startswith(_CLUSTER_REDIRECTS)):
-                    raise
-                failure: Exception = e  # not run there: ask the cluster where the slot is now
+            except MovedError as e:  # the slot has another owner now: learn it, go there
+                await self._client.nodes_manager.move_slot(e)
+                failure: Exception = e
+                redirects += 1
+                if redirects <= _MAX_REDIRECTS:
+                    continue
+            except AskError as e:  # the slot is being migrated: this command goes there once
+                ask = self._node_named(e.host, e.port)
+                failure = e
+                redirects += 1
+                if redirects <= _MAX_REDIRECTS:
+                    continue
+            except (TryAgainError, ClusterDownError) as e:  # the error reply was read whole
+                failure = e
+            except (SlotNotCoveredError, MaxConnectionsError) as e:  # nothing was sent
+                failure = e
+            except ResponseError:  # read whole: the connection is clean
+                raise
             except _RETRYABLE as e:
-                await conn.disconnect(nowait=True)
+                if conn is not None:
+                    await conn.disconnect(nowait=True)
                 failure = e
             except BaseException:
                 # e.g. cancelled between sending and reading: a reply may be on its way
-                await conn.disconnect(nowait=True)
+                if conn is not None:
+                    await conn.disconnect(nowait=True)
                 raise
             finally:
-                self._checkin(node, conn)
+                if conn is not None:
+                    self._checkin(name, conn)
             if loop.time() + delay > deadline:
+                if isinstance(failure, RedisClusterException):
+                    raise RedisConnectionError(str(failure)) from failure
                 raise failure
             log.debug("Redis call retried after %s: %s", type(failure).__name__, failure)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
             if self._cluster:
-                with contextlib.suppress(RedisError):
+                with contextlib.suppress(RedisError, RedisClusterException):
                     await self._client.nodes_manager.initialize()
 
     async def _pooled(self, packed: bytes, replies: int) -> list[Any]:
@@ -310,9 +443,10 @@ class _HotPath:
             await pool.release(conn)
 
     async def close(self) -> None:
-        free, self._free = self._free, []
-        for conn in free:
-            await conn.disconnect()
+        free, self._free = self._free, {}
+        for conns in free.values():
+            for conn in conns:
+                await conn.disconnect()
 
 
 class RedisStore(Store):
@@ -363,6 +497,13 @@ class RedisStore(Store):
         self._load_if_changed = self.r.register_script(_LOAD_IF_CHANGED)
         self._delete = self.r.register_script(_DELETE)
         self._claim = self.r.register_script(_CLAIM)
+        self._idempotent = self.r.register_script(_IDEMPOTENT)
+        self._news_script = self.r.register_script(_NEWS)
+        self._update_at = self.r.register_script(_UPDATE_AT)
+        self._touch = self.r.register_script(_TOUCH)
+        self._replace = self.r.register_script(_REPLACE)
+        self._retry_seconds = retry_seconds
+        self._max_block_ms = max(1, int((timeout or 10.0) * 500))  # within a round trip's time
         self._tidy_cursor = [""] * keys.BUCKETS
 
     def group_of(self, game_id: str) -> int:
@@ -371,7 +512,7 @@ class RedisStore(Store):
     async def _guard(self, call: Awaitable[T]) -> T:
         try:
             return await call
-        except RedisError as e:
+        except (RedisError, RedisClusterException) as e:
             raise StoreError(f"redis: {e}") from e
 
     async def _script(
@@ -382,14 +523,37 @@ class RedisStore(Store):
         extra: bytes = b"",
         replies: int = 1,
     ) -> list[Any]:
-        """EVALSHA on the hot path (plus ``extra`` commands after it on the same connection),
-        loading the script first if this Redis lost it (restarted, failed over, flushed)."""
+        """EVALSHA on the hot path (plus ``extra`` commands after it on the same connection);
+        EVAL (which also caches it) on a Redis that does not know the script: restarted,
+        flushed, or a replica promoted by a failover."""
         packed = _pack("EVALSHA", script.sha, len(keys_), *keys_, *args) + extra
         try:
-            return await self._hot.call(keys_[0], packed, replies)
-        except NoScriptError:  # nothing was run
-            await self.r.script_load(script.script)  # (a Cluster loads it on every primary)
-            return await self._hot.call(keys_[0], packed, replies)
+            return await self._guard(self._hot.call(keys_[0], packed, replies))
+        except StoreError as e:
+            if not isinstance(e.__cause__, NoScriptError):  # (NOSCRIPT: nothing was run)
+                raise
+        packed = _pack("EVAL", script.script, len(keys_), *keys_, *args) + extra
+        return await self._guard(self._hot.call(keys_[0], packed, replies))
+
+    def _wait(self) -> bytes:
+        return _pack("WAIT", self._wait_replicas, self._wait_timeout_ms)
+
+    def _check_replicas(self, acked: Any, what: str) -> None:
+        if int(acked) < self._wait_replicas:
+            raise StoreError(
+                f"{what} reached {int(acked)} of {self._wait_replicas} Redis replicas within "
+                f"{self._wait_timeout_ms} ms"
+            )
+
+    async def _confirm(self, game_id: str, what: str) -> None:
+        """With ``wait_replicas``: return once that many replicas hold every write of the game
+        so far (StoreError if they do not within the timeout). Before answering with what
+        another call wrote (a retried request, a watched update), as a commit does."""
+        if self._wait_replicas <= 0:
+            return
+        key = keys.game_keys(game_id)[0]
+        replies = await self._script(self._touch, (key,), (), self._wait(), 2)
+        self._check_replicas(replies[1], what)
 
     # ---- games ---------------------------------------------------------------------------
 
@@ -401,17 +565,17 @@ class RedisStore(Store):
             game.game_id,
             game.commit_id,
             game.state,
-            game.meta,
-            game.update,
+            keys.pack_meta(game.meta),
+            keys.pack_window_entry(1, False, game.commit_id, "", game.update),
             game.to_move,
             game.created_ms,
             game.ai_pending or b"",
             repr(game.enqueued_at),
             self.settings.idle_ttl,
+            _NEWS_LENGTH,
         )
-        created = (await self._guard(self._script(self._create, (g, u, games, active, ai), args)))[
-            0
-        ]
+        news = keys.news_key(b)
+        (created,) = await self._script(self._create, (g, u, games, active, ai, news), args)
         if not created:
             raise ValueError(f"game {game.game_id} exists")
 
@@ -421,7 +585,9 @@ class RedisStore(Store):
         version, cid, over, state, meta = row
         if version is None:
             return None
-        return GameRecord(game_id, int(version), _text(cid), state, meta, over == b"1")
+        return GameRecord(
+            game_id, int(version), _text(cid), state, keys.unpack_meta(meta), over == b"1"
+        )
 
     async def load_if_changed(
         self, game_id: str, known_commit_id: str, want_meta: bool
@@ -434,19 +600,22 @@ class RedisStore(Store):
         if row is None:
             return None
         state = row[3] if len(row) > 3 else None
-        meta = row[4] if len(row) > 4 else None
+        meta = keys.unpack_meta(row[4]) if len(row) > 4 else None
         return int(row[0]), _text(row[1]), row[2] == b"1", state, meta
 
     async def commit(self, c: Commit) -> CommitResult:
         ks = keys.game_keys(c.game_id)
-        _, active, ai = keys.index_keys(keys.bucket_of(c.game_id))
+        b = keys.bucket_of(c.game_id)
+        _, active, ai = keys.index_keys(b)
         args = (
             c.game_id,
             c.expected_version,
             c.expected_commit_id,
             c.commit_id,
             c.state,
-            c.update,
+            keys.pack_window_entry(
+                c.expected_version + 1, c.over, c.commit_id, c.expected_commit_id, c.update
+            ),
             keys.pack_log_entry(c.seat, c.action),
             c.idem_key,
             c.fingerprint,
@@ -458,62 +627,143 @@ class RedisStore(Store):
             self.settings.window,
             self.settings.idle_ttl,
             self.settings.finished_ttl,
+            self.settings.finished_window_ttl,
+            _NEWS_LENGTH,
         )
-        wait = b""
-        if self._wait_replicas > 0:
-            wait = _pack("WAIT", self._wait_replicas, self._wait_timeout_ms)
-        replies = await self._guard(
-            self._script(self._commit, (*ks, active, ai), args, wait, 2 if wait else 1)
+        wait = self._wait() if self._wait_replicas > 0 else b""
+        replies = await self._script(
+            self._commit, (*ks, active, ai, keys.news_key(b)), args, wait, 2 if wait else 1
         )
         res = replies[0]
         status = CommitStatus(res[0].decode())
         prior = None
+        what = f"the commit of version {c.expected_version + 1}"
         if status is CommitStatus.DUPLICATE:
             version, _, fingerprint = res[3].partition(b"|")
             prior = IdempotentRecord(int(version), fingerprint)
+            if wait:  # the answer will be what the key wrote: it must be on the replicas too
+                self._check_replicas(replies[1], f"the version {int(version)} a retry is told of")
         elif status is CommitStatus.CONFLICT and int(res[1]) > c.expected_version + 1:
             # Was it ours, and then built upon? (the reply to our commit was lost)
             mine = await self.update_at(c.game_id, c.expected_version + 1)
             if mine is not None and mine.commit_id == c.commit_id:
                 status = CommitStatus.OK
+                await self._confirm(c.game_id, what)
+                wait = b""
         if status is CommitStatus.OK and wait:
-            acked = int(replies[1])
-            if acked < self._wait_replicas:
-                raise StoreError(
-                    f"the commit of version {c.expected_version + 1} reached {acked} of "
-                    f"{self._wait_replicas} Redis replicas within {self._wait_timeout_ms} ms"
-                )
+            self._check_replicas(replies[1], what)
+        if status is CommitStatus.OK and c.over:
+            await self._pack_log(c.game_id)
         return CommitResult(status, int(res[1]), _text(res[2]), prior)
 
+    async def _pack_log(self, game_id: str) -> None:
+        """A finished game's replay log compressed (a quarter of its size, for the day it is
+        kept). Nothing writes it any more; the script only replaces what was read. Best
+        effort: the plain log reads the same."""
+        log_key = keys.game_keys(game_id)[2]
+        try:
+            (raw,) = await self._guard(self._hot.call(log_key, _pack("GET", log_key)))
+            if raw and raw[:1] != b"\xff":
+                await self._script(self._replace, (log_key,), (len(raw), keys.pack_log(raw)))
+        except StoreError as e:
+            log.warning("the replay log of game %s is kept uncompressed: %s", game_id, e)
+
     async def idempotent(self, game_id: str, key: str) -> IdempotentRecord | None:
-        raw = await self._guard(self.r.hget(keys.game_keys(game_id)[3], key))
+        idem = keys.game_keys(game_id)[3]
+        confirm = "1" if self._wait_replicas > 0 else "0"
+        replies = await self._script(
+            self._idempotent, (idem,), (key, confirm), self._wait() if confirm == "1" else b"",
+            2 if confirm == "1" else 1,
+        )  # fmt: skip
+        raw = replies[0]
         if raw is None:
             return None
+        if confirm == "1":
+            self._check_replicas(replies[1], "the version a retry is told of")
         version, _, fingerprint = raw.partition(b"|")
         return IdempotentRecord(int(version), fingerprint)
 
     async def update_at(self, game_id: str, version: int) -> StoredUpdate | None:
-        stream = keys.game_keys(game_id)[1]
-        rows = await self._guard(self.r.xrange(stream, f"{version}-0", f"{version}-0"))
-        return _stored_update(*rows[0]) if rows else None
+        window = keys.game_keys(game_id)[1]
+        (raw,) = await self._script(self._update_at, (window,), (version,))
+        if raw is None:
+            return None
+        u = _stored_update(raw)
+        return u if u.version == version else None
 
     async def read_updates(
         self, cursors: Mapping[str, int], block_ms: int
     ) -> dict[str, list[StoredUpdate]]:
+        """One script reads the windows of the games that have news (and the bucket's news
+        stream's last id, in the same atomic step); if none has, a blocking XREAD waits after
+        that id for a commit of the bucket, and a commit of one of these games is read the same
+        way. Games of several buckets (not what the watch hub asks) are waited for with one
+        XREAD of their buckets' news on a single Redis, by polling on a Cluster."""
         if not cursors:
             return {}
-        streams = {keys.game_keys(g)[1]: f"{v}-0" for g, v in cursors.items()}
-        by_stream = {keys.game_keys(g)[1]: g for g in cursors}
-        res = await self._guard(
-            self.r.xread(
-                streams, count=self.settings.window, block=block_ms if block_ms > 0 else None
-            )
-        )
+        by_bucket: dict[int, dict[str, int]] = {}
+        for gid, v in cursors.items():
+            by_bucket.setdefault(keys.bucket_of(gid), {})[gid] = v
         out: dict[str, list[StoredUpdate]] = {}
-        for name, entries in res or []:
-            gid = by_stream[_text(name)]
-            out[gid] = [_stored_update(eid, fields) for eid, fields in entries]
+        last_ids: dict[str, str] = {}  # news stream -> its last id read
+        bucket_of_news = {keys.news_key(b): b for b in by_bucket}
+        for b, part in by_bucket.items():
+            last_ids[keys.news_key(b)] = await self._news(b, part, out)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + block_ms / 1000
+        while not out:
+            left = int((deadline - loop.time()) * 1000)
+            if left <= 0:
+                break
+            if len(last_ids) > 1 and self.mode == "cluster":  # (one XREAD, one slot)
+                await asyncio.sleep(min(left, 50) / 1000)
+                for b, part in by_bucket.items():
+                    await self._news(b, part, out)
+                continue
+            # Not tried again here: the watch hub, told of the error, first checks that the
+            # store still holds what it read (a failover may have lost the last commits), then
+            # reads on.
+            block = _pack("XREAD", "COUNT", _NEWS_LENGTH, "BLOCK", min(left, self._max_block_ms),
+                          "STREAMS", *last_ids, *last_ids.values())  # fmt: skip
+            (res,) = await self._guard(self._hot.call(next(iter(last_ids)), block, retry=False))
+            if not res:
+                continue
+            # RESP3 answers a map (stream -> entries), RESP2 a list of pairs
+            for name, entries in res.items() if isinstance(res, dict) else res:
+                news = _text(name)
+                last_ids[news] = _text(entries[-1][0])
+                b = bucket_of_news[news]
+                if any(f[1].decode() in by_bucket[b] for _, f in entries):  # f: [b"g", game id]
+                    last_ids[news] = await self._news(b, by_bucket[b], out)
+        if out and self._wait_replicas > 0:
+            # Watchers get only what the replicas hold (as submits are only acknowledged
+            # then): one confirmation covers the game's slot.
+            await self._confirm(next(iter(out)), "the updates read for watchers")
         return out
+
+    async def _news(
+        self, bucket: int, cursors: Mapping[str, int], out: dict[str, list[StoredUpdate]]
+    ) -> str:
+        """Adds to ``out`` the updates above each cursor (games of ``bucket``); returns the
+        bucket's news stream's last id."""
+        gids = list(cursors)
+        windows = [keys.game_keys(g)[1] for g in gids]
+        (row,) = await self._script(
+            self._news_script, (keys.news_key(bucket), *windows), [cursors[g] for g in gids]
+        )
+        last, found, behind = row
+        if behind:
+            # Tell the caller (the watch hub checks what the store holds, then reads on).
+            gid = gids[int(behind[0]) - 1]
+            raise StoreError(
+                f"game {gid} is at an earlier version than {cursors[gid]}, read before: the "
+                "store went back (a failover to a replica that lacked the last commits?)"
+            )
+        for i in range(0, len(found), 2):
+            gid = gids[int(found[i]) - 1]
+            ups = [_stored_update(e) for e in found[i + 1]]
+            out[gid] = [u for u in ups if u.version > cursors[gid]]
+        return _text(last)
 
     async def heads(self, game_ids: list[str]) -> dict[str, tuple[int, str]]:
         if not game_ids:
@@ -523,7 +773,7 @@ class RedisStore(Store):
                 for gid in game_ids:
                     p.hmget(keys.game_keys(gid)[0], "version", "cid")
                 rows = await p.execute()
-        except RedisError as e:
+        except (RedisError, RedisClusterException) as e:
             raise StoreError(f"redis: {e}") from e
         return {
             gid: (int(version), _text(cid))
@@ -532,17 +782,19 @@ class RedisStore(Store):
         }
 
     async def first_update_version(self, game_id: str) -> int | None:
-        first = await self._guard(self.r.xrange(keys.game_keys(game_id)[1], count=1))
-        return int(first[0][0].split(b"-")[0]) if first else None
+        window = keys.game_keys(game_id)[1]
+        (first,) = await self._guard(self._hot.call(window, _pack("LINDEX", window, 0)))
+        return None if first is None else _stored_update(first).version
 
     async def action_log(self, game_id: str) -> list[tuple[int, int]]:
-        raw = await self._guard(self.r.get(keys.game_keys(game_id)[2]))
+        log_key = keys.game_keys(game_id)[2]
+        (raw,) = await self._guard(self._hot.call(log_key, _pack("GET", log_key)))
         return keys.unpack_log(raw or b"")
 
     async def delete(self, game_id: str) -> bool:
         b = keys.bucket_of(game_id)
-        existed = await self._guard(
-            self._delete(keys=[*keys.game_keys(game_id), *keys.index_keys(b)], args=[game_id])
+        (existed,) = await self._script(
+            self._delete, (*keys.game_keys(game_id), *keys.index_keys(b)), (game_id,)
         )
         return bool(existed)
 
@@ -582,7 +834,12 @@ class RedisStore(Store):
                         continue
                     out.append(
                         GameSummaryRecord(
-                            gid, int(version), meta, over == b"1", int(to_move), int(updated)
+                            gid,
+                            int(version),
+                            keys.unpack_meta(meta),
+                            over == b"1",
+                            int(to_move),
+                            int(updated),
                         )
                     )
                     if len(out) >= limit:
@@ -592,7 +849,7 @@ class RedisStore(Store):
                 if len(out) >= limit or len(ids) < fetch:
                     break
                 top = f"({ids[-1]}"
-        except RedisError as e:
+        except (RedisError, RedisClusterException) as e:
             raise StoreError(f"redis: {e}") from e
         return out[:limit]
 
@@ -617,7 +874,7 @@ class RedisStore(Store):
                 for gid, _ in rows:
                     p.hget(keys.game_keys(gid)[0], "ai")
                 payloads = await p.execute()
-        except RedisError as e:
+        except (RedisError, RedisClusterException) as e:
             raise StoreError(f"redis: {e}") from e
         out = []
         for (gid, since), raw in zip(rows, payloads, strict=True):
@@ -629,14 +886,16 @@ class RedisStore(Store):
     async def claim_redispatch(self, game_id: str, old_payload: bytes, new_payload: bytes) -> bool:
         key = keys.game_keys(game_id)[0]
         try:
-            rec = await self.r.hget(key, "ai")
-            if rec is None:
-                return False
-            version, _ = _split_pending(rec)
-            prefix = f"{version}|".encode()
-            ok = await self._claim(keys=[key], args=[prefix + old_payload, prefix + new_payload])
-        except RedisError as e:
+            (rec,) = await self._hot.call(key, _pack("HGET", key, "ai"))
+        except (RedisError, RedisClusterException) as e:
             raise StoreError(f"redis: {e}") from e
+        if rec is None:
+            return False
+        version, _ = _split_pending(rec)
+        prefix = f"{version}|".encode()
+        (ok,) = await self._script(
+            self._claim, (key,), (prefix + old_payload, prefix + new_payload)
+        )
         return bool(ok)
 
     async def oldest_ai_wait_start(self) -> float | None:
@@ -687,7 +946,7 @@ class RedisStore(Store):
                 self._tidy_cursor[b] = ids[-1].decode() if len(ids) == per else ""
                 if gone:
                     dropped += int(await self.r.zrem(keys.index_keys(b)[0], *gone))
-        except RedisError as e:
+        except (RedisError, RedisClusterException) as e:
             raise StoreError(f"redis: {e}") from e
         return dropped
 

@@ -232,7 +232,7 @@ def test_watch_ends_when_the_game_ends(client: Client) -> None:
         acts = [a for a in acts if a.kind != "end_turn"] or acts
         client.submit(game.game_id, token, acts[0].id)
     final = client.get_view(game.game_id)
-    # a finished game keeps its final update only (ENGINE_STREAM_MAXLEN is for live games)
+    # a finished game keeps its window of last updates a while (then GetGame has its end)
     updates = list(client.watch(game.game_id, after_version=final.version - 1))
     assert [u.version for u in updates] == [final.version]
     assert updates[-1].over

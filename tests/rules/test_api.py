@@ -132,6 +132,19 @@ def test_states_written_as_json_by_format_1_are_still_read() -> None:
     assert rules.deserialize(old) == s
 
 
+def test_states_written_by_format_2_are_still_read() -> None:
+    """Format 3 writes the zones as bytes (a third of the size); format 2 did not."""
+    import marshal
+
+    from engine_service.rules.serialize import to_primitive
+
+    s = midgame()
+    old = bytes([2]) + marshal.dumps(to_primitive(s))
+    assert rules.deserialize(old) == s
+    new = rules.serialize(s)
+    assert new[0] == 3 and len(new) < len(old) / 2 and rules.deserialize(new) == s
+
+
 def test_truncated_state_bytes_are_refused() -> None:
     data = rules.serialize(midgame())
     for bad in (data[:20], b"", bytes([2]) + b"\x00" * 5):

@@ -28,6 +28,7 @@ def test_full_game_through_the_api(which: str, engine: support.Engine, memory_en
     assert len(set(game.seat_tokens) | {game.admin_token}) == 3
     assert game.view.seat == -1 and not game.view.legal_actions
     watcher = support.Watcher(stub, game.game_id)  # from the creation, while the game is played
+    watcher.until(1)  # its stream is open before the moves start (they could outrun the window)
     final, responses = support.play_to_end(stub, game, seed=3)
     assert final.over and final.to_move == -1 and not final.legal_actions
     assert final.version == 1 + len(responses)
@@ -45,7 +46,7 @@ def test_full_game_through_the_api(which: str, engine: support.Engine, memory_en
     assert [u.parent_commit_id for u in updates] == ["", *(u.commit_id for u in updates[:-1])]
     assert updates[-1].commit_id == final.commit_id
 
-    # A finished game keeps its final update only: later watchers get that, or are told.
+    # A finished game keeps its last updates a while (its window): later watchers get those, or are told.
     tail = list(stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id, after_version=final.version - 1),
                                timeout=CALL_TIMEOUT))  # fmt: skip
     assert [u.version for u in tail] == [final.version]

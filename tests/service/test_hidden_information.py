@@ -61,6 +61,7 @@ def test_updates_carry_no_hidden_card(stub: rpc.EngineStub) -> None:
     """Events say how many cards were drawn, never which."""
     game = support.create(stub, seed=8)
     watcher = support.Watcher(stub, game.game_id)
+    watcher.until(1)  # its stream is open before the moves start (they could outrun the window)
     final, _ = support.play_to_end(stub, game, seed=9, max_actions=80)
     for u in watcher.until(final.version):
         for e in u.events:

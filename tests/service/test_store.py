@@ -7,6 +7,7 @@ detection of a store that went back in time."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -45,11 +46,12 @@ def _run(store: Store, body: Body) -> None:
 
 
 @pytest.fixture(params=["redis", "memory"])
-def make_store(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Callable[[], Store]]:
-    def make() -> Store:
+def make_store(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Callable[..., Store]]:
+    def make(**settings: int) -> Store:
+        s = dataclasses.replace(SETTINGS, **settings)
         if request.param == "redis":
-            return RedisStore(redis_url, SETTINGS, timeout=2.0)
-        return MemoryStore(SETTINGS)
+            return RedisStore(redis_url, s, timeout=2.0)
+        return MemoryStore(s)
 
     yield make
 
@@ -104,7 +106,7 @@ def test_pack_encodes_like_redis_py() -> None:
     assert _pack(*args) == b"".join(Connection().pack_command(*args))
 
 
-def test_compare_and_set_on_version_and_commit_id(make_store: Callable[[], Store]) -> None:
+def test_compare_and_set_on_version_and_commit_id(make_store: Callable[..., Store]) -> None:
     async def body(store: Store) -> None:
         gid = _game_id()
         assert await store.load(gid) is None
@@ -137,7 +139,7 @@ def test_compare_and_set_on_version_and_commit_id(make_store: Callable[[], Store
     _run(make_store(), body)
 
 
-def test_the_window_of_updates_and_idempotency_keys(make_store: Callable[[], Store]) -> None:
+def test_the_window_of_updates_and_idempotency_keys(make_store: Callable[..., Store]) -> None:
     async def body(store: Store) -> None:
         gid = _game_id()
         cid = await _create(store, gid)
@@ -158,7 +160,10 @@ def test_the_window_of_updates_and_idempotency_keys(make_store: Callable[[], Sto
     _run(make_store(), body)
 
 
-def test_a_finished_game_keeps_its_final_update_and_key(make_store: Callable[[], Store]) -> None:
+def test_a_finished_game_keeps_its_window_a_while_then_what_replay_needs(make_store: Callable[..., Store]) -> None:
+    """Over: the window stays a little while (watchers behind at the end catch up), with the
+    last idempotency key only; then the record, the log and that key remain."""
+
     async def body(store: Store) -> None:
         gid = _game_id()
         cid = await _create(store, gid)
@@ -166,7 +171,7 @@ def test_a_finished_game_keeps_its_final_update_and_key(make_store: Callable[[],
         end = _commit(gid, 4, cid, key="last", over=True)
         assert (await store.commit(end)).status is CommitStatus.OK
         ups = (await store.read_updates({gid: 0}, 0))[gid]
-        assert [(u.version, u.over) for u in ups] == [(5, True)]
+        assert [(u.version, u.over) for u in ups] == [(2, False), (3, False), (4, False), (5, True)]
         assert await store.idempotent(gid, "k3") is None
         last = await store.idempotent(gid, "last")
         assert last is not None and last.version == 5
@@ -175,6 +180,38 @@ def test_a_finished_game_keeps_its_final_update_and_key(make_store: Callable[[],
         assert rec is not None and rec.over
         assert await store.active_games() >= 0
         assert gid not in {g.game_id for g in await store.list_games("", 500, active_only=True)}
+        deadline = time.monotonic() + 5
+        while await store.first_update_version(gid) is not None:  # the window's time is 1 s here
+            assert time.monotonic() < deadline, "the window of a finished game was kept"
+            await asyncio.sleep(0.1)
+        assert await store.read_updates({gid: 0}, 0) == {} and await store.update_at(gid, 5) is None
+        assert (await store.idempotent(gid, "last")) == last and len(await store.action_log(gid)) == 4
+        assert (await store.load(gid)) == rec
+
+    _run(make_store(finished_window_ttl=1), body)
+
+
+def test_a_blocking_read_wakes_on_a_commit(make_store: Callable[..., Store]) -> None:
+    """read_updates waits for news of the games it is given (not of others), up to its time."""
+
+    async def body(store: Store) -> None:
+        gids = [_game_id() for _ in range(3)]
+        cids = [await _create(store, g) for g in gids]
+        t0 = time.monotonic()
+        assert await store.read_updates({g: 1 for g in gids[:2]}, 300) == {}
+        assert time.monotonic() - t0 >= 0.25
+
+        async def later() -> None:
+            await asyncio.sleep(0.2)
+            await store.commit(_commit(gids[2], 1, cids[2]))  # not watched: no wake-up for it
+            await asyncio.sleep(0.2)
+            await store.commit(_commit(gids[1], 1, cids[1]))
+
+        task = asyncio.ensure_future(later())
+        news = await store.read_updates({g: 1 for g in gids[:2]}, 5000)
+        await task
+        assert list(news) == [gids[1]] and [u.version for u in news[gids[1]]] == [2]
+        assert 0.3 < time.monotonic() - t0 - 0.3 < 4
 
     _run(make_store(), body)
 
@@ -189,10 +226,28 @@ def test_expiry_idle_then_finished(redis_url: str) -> None:
         for k in (g, u, lg, i):
             assert 3500 < r.ttl(k) <= 3600, k  # idle expiry, renewed by every move
         assert (await store.commit(_commit(gid, 3, cid, key="x", over=True))).status is CommitStatus.OK
-        for k in (g, u, lg, i):
+        for k in (g, lg, i):
             assert 500 < r.ttl(k) <= 600, k  # finished expiry
+        assert 200 < r.ttl(u) <= 300  # the window goes sooner (finished_window_ttl)
 
     _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
+
+
+def test_window_entries_logs_and_metadata_as_kept() -> None:
+    """What the scripts store, and read back: window entries (commit ids as 8 bytes, any
+    other id as text), finished logs and metadata compressed."""
+    cid, parent = new_commit_id(), new_commit_id()
+    for args in ((7, True, cid, parent, b"u|7"), (1, False, cid, "", b""), (3, False, "x-1", "é", b"\x00")):
+        entry = keys.pack_window_entry(*args)
+        assert keys.unpack_window_entry(entry) == args
+    assert len(keys.pack_window_entry(7, False, cid, parent, b"")) == 21
+    entries = [(seat, (kind << 16) | arg) for seat in range(6) for kind in (1, 4) for arg in (0, 7, 300)] * 20
+    raw = b"".join(keys.pack_log_entry(s, a) for s, a in entries)
+    assert keys.unpack_log(raw) == keys.unpack_log(keys.pack_log(raw)) == entries
+    assert len(keys.pack_log(raw)) < len(raw) / 4
+    meta = b'{"seats":[' + b",".join(b'{"digest":"%064x"}' % i for i in range(7)) + b"]}"
+    assert keys.unpack_meta(keys.pack_meta(meta)) == meta and len(keys.pack_meta(meta)) < len(meta)
+    assert keys.unpack_meta(b'{"m":1}') == b'{"m":1}'
 
 
 def test_keys_of_a_game_and_its_indexes_share_one_slot() -> None:
@@ -243,7 +298,7 @@ def test_tidy_drops_index_entries_of_expired_games(redis_url: str) -> None:
     _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
 
 
-def test_list_games_walks_every_bucket_newest_first(make_store: Callable[[], Store]) -> None:
+def test_list_games_walks_every_bucket_newest_first(make_store: Callable[..., Store]) -> None:
     async def body(store: Store) -> None:
         mine = [_game_id() for _ in range(40)]
         for gid in mine:
@@ -262,7 +317,7 @@ def test_list_games_walks_every_bucket_newest_first(make_store: Callable[[], Sto
     _run(make_store(), body)
 
 
-def test_the_cache_notices_a_store_that_went_back_in_time(make_store: Callable[[], Store]) -> None:
+def test_the_cache_notices_a_store_that_went_back_in_time(make_store: Callable[..., Store]) -> None:
     """A replica saw version 4; the store then holds version 3 (a snapshot restored), and is
     played on to version 4 with another commit id: both are noticed, nothing builds on them."""
 
@@ -296,8 +351,8 @@ async def _rewind(store: Store, gid: str, version: int, cid: str) -> None:
     if isinstance(store, RedisStore):
         g, u = keys.game_keys(gid)[:2]
         await store.r.hset(g, mapping={"version": version, "cid": cid})
-        await store.r.delete(u)  # a snapshot holds the stream as it was: rebuild its tail
-        await store.r.xadd(u, {"u": b"u%d" % version, "c": cid, "p": ""}, id=f"{version}-0")
+        await store.r.delete(u)  # a snapshot holds the window as it was: rebuild its tail
+        await store.r.rpush(u, keys.pack_window_entry(version, False, cid, "", b"u%d" % version))
     else:
         assert isinstance(store, MemoryStore)
         game = store._games[gid]
@@ -340,7 +395,7 @@ def test_many_concurrent_calls_beyond_the_hot_path_limit(redis_url: str) -> None
         assert all(r.status is CommitStatus.OK for r in results)
         recs = await asyncio.gather(*(store.load(g) for g in gids))
         assert all(r is not None and r.version == 2 for r in recs)
-        assert store._hot._made == 3
+        assert sum(store._hot._made.values()) == 3
 
     _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
 
