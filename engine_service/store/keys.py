@@ -124,13 +124,31 @@ def unpack_meta(raw: bytes) -> bytes:
     return zlib.decompress(raw) if raw[:1] == b"x" else raw
 
 
-_PACKED_LOG = 0xFF  # first byte of a compressed log (a plain log begins with a seat, < 8)
+# A log is kept compressed (a quarter of its size), whole once the game is over, and up to
+# its last LOG_CHUNK versions while it goes on: the commit script appends plain 4-byte
+# entries after whatever is there, and every LOG_CHUNK versions the store compresses what
+# has gathered. The first byte tells the forms apart (a plain log begins with a seat, < 8):
+#   0xFF zlib(entries)                                     finished
+#   0xFE <4 bytes: n> <n bytes: zlib(entries)> <entries>   going on
+LOG_CHUNK = 256
+_PACKED_LOG, _PACKED_HEAD = 0xFF, 0xFE
 
 
-def pack_log(raw: bytes) -> bytes:
-    """A finished game's replay log as kept: compressed (a quarter of the size)."""
-    return bytes((_PACKED_LOG,)) + zlib.compress(raw, 9)
+def pack_log(raw: bytes, over: bool) -> bytes:
+    """The log's entries (plain) in the form it is kept in: whole when ``over``, else all
+    but the entries after the last whole ``LOG_CHUNK``."""
+    if over:
+        return bytes((_PACKED_LOG,)) + zlib.compress(raw, 9)
+    cut = len(raw) // (4 * LOG_CHUNK) * 4 * LOG_CHUNK
+    head = zlib.compress(raw[:cut], 9)
+    return bytes((_PACKED_HEAD,)) + struct.pack(">I", len(head)) + head + raw[cut:]
 
 
 def unpack_log_bytes(stored: bytes) -> bytes:
-    return zlib.decompress(stored[1:]) if stored[:1] == bytes((_PACKED_LOG,)) else stored
+    """The log's entries, plain, whatever form it is kept in."""
+    if stored[:1] == bytes((_PACKED_LOG,)):
+        return zlib.decompress(stored[1:])
+    if stored[:1] == bytes((_PACKED_HEAD,)):
+        (n,) = struct.unpack_from(">I", stored, 1)
+        return zlib.decompress(stored[5 : 5 + n]) + stored[5 + n :]
+    return stored

@@ -652,19 +652,21 @@ class RedisStore(Store):
                 wait = b""
         if status is CommitStatus.OK and wait:
             self._check_replicas(replies[1], what)
-        if status is CommitStatus.OK and c.over:
-            await self._pack_log(c.game_id)
+        if status is CommitStatus.OK and (c.over or (c.expected_version + 1) % keys.LOG_CHUNK == 0):
+            await self._pack_log(c.game_id, c.over)
         return CommitResult(status, int(res[1]), _text(res[2]), prior)
 
-    async def _pack_log(self, game_id: str) -> None:
-        """A finished game's replay log compressed (a quarter of its size, for the day it is
-        kept). Nothing writes it any more; the script only replaces what was read. Best
-        effort: the plain log reads the same."""
+    async def _pack_log(self, game_id: str, over: bool) -> None:
+        """The replay log compressed (keys.pack_log): whole at the game's end, and every
+        LOG_CHUNK versions while it goes on (the log is most of a long game's memory). The
+        script replaces only what was read (a commit in between appends: then it is left as
+        it is). Best effort: a log not compressed reads the same."""
         log_key = keys.game_keys(game_id)[2]
         try:
-            (raw,) = await self._guard(self._hot.call(log_key, _pack("GET", log_key)))
-            if raw and raw[:1] != b"\xff":
-                await self._script(self._replace, (log_key,), (len(raw), keys.pack_log(raw)))
+            (stored,) = await self._guard(self._hot.call(log_key, _pack("GET", log_key)))
+            if stored:
+                packed = keys.pack_log(keys.unpack_log_bytes(stored), over)
+                await self._script(self._replace, (log_key,), (len(stored), packed))
         except StoreError as e:
             log.warning("the replay log of game %s is kept uncompressed: %s", game_id, e)
 

@@ -117,6 +117,22 @@ def test_a_slot_moved_while_its_game_is_played(cluster: LocalCluster, stub: rpc.
     assert game.game_id in {g.game_id for g in listed.games}
 
 
+def test_scripts_lost_by_every_primary_are_sent_again(
+    cluster: LocalCluster, stub: rpc.EngineStub
+) -> None:
+    """As after a failover to a replica that never ran them, or a restart: NOSCRIPT is
+    answered by sending the script itself (EVAL) to the node that lacks it."""
+    p = Player(stub, support.create(stub, seed=4))
+    p.step()
+    for port in cluster.masters():
+        with cluster.client(port) as c:
+            c.execute_command("SCRIPT", "FLUSH")
+    for _ in range(3):
+        p.step()
+    view = stub.GetGame(epb.GetGameRequest(game_id=p.game_id), timeout=10)
+    assert view.version == 5
+
+
 # ---- AI moves ------------------------------------------------------------------------------
 
 QUEUE = "ascension.moves"

@@ -191,6 +191,28 @@ def test_a_finished_game_keeps_its_window_a_while_then_what_replay_needs(make_st
     _run(make_store(finished_window_ttl=1), body)
 
 
+def test_a_long_game_log_reads_whole(make_store: Callable[..., Store]) -> None:
+    """The Redis store keeps the log compressed every 256 versions (and whole at the end):
+    it reads the same, and is smaller than 4 bytes per version."""
+
+    async def body(store: Store) -> None:
+        gid = _game_id()
+        cid = await _create(store, gid)
+        cid = await _play(store, gid, cid, 1, 600, key=False)
+        expected = [(v % 2, (4 << 16) | v) for v in range(1, 601)]
+        assert await store.action_log(gid) == expected
+        if isinstance(store, RedisStore):
+            stored = await store.r.get(keys.game_keys(gid)[2])
+            assert stored[:1] == b"\xfe" and len(stored) < 4 * 600  # the last 88 plain
+        assert (await store.commit(_commit(gid, 601, cid, over=True))).status is CommitStatus.OK
+        assert await store.action_log(gid) == [*expected, (1, (4 << 16) | 601)]
+        if isinstance(store, RedisStore):
+            stored = await store.r.get(keys.game_keys(gid)[2])
+            assert stored[:1] == b"\xff" and len(stored) < 4 * 601 / 2
+
+    _run(make_store(), body)
+
+
 def test_a_blocking_read_wakes_on_a_commit(make_store: Callable[..., Store]) -> None:
     """read_updates waits for news of the games it is given (not of others), up to its time."""
 
@@ -243,8 +265,13 @@ def test_window_entries_logs_and_metadata_as_kept() -> None:
     assert len(keys.pack_window_entry(7, False, cid, parent, b"")) == 21
     entries = [(seat, (kind << 16) | arg) for seat in range(6) for kind in (1, 4) for arg in (0, 7, 300)] * 20
     raw = b"".join(keys.pack_log_entry(s, a) for s, a in entries)
-    assert keys.unpack_log(raw) == keys.unpack_log(keys.pack_log(raw)) == entries
-    assert len(keys.pack_log(raw)) < len(raw) / 4
+    assert keys.unpack_log(raw) == keys.unpack_log(keys.pack_log(raw, over=True)) == entries
+    assert len(keys.pack_log(raw, over=True)) < len(raw) / 4
+    going_on = keys.pack_log(raw, over=False)  # its last entries after a compressed head
+    assert going_on.endswith(raw[-4 * (len(entries) % keys.LOG_CHUNK) :]) and len(going_on) < len(raw) / 2
+    more = going_on + keys.pack_log_entry(1, 5)  # what the commit script appends
+    assert keys.unpack_log(more) == [*entries, (1, 5)]
+    assert keys.unpack_log(keys.pack_log(keys.unpack_log_bytes(more), over=False)) == [*entries, (1, 5)]
     meta = b'{"seats":[' + b",".join(b'{"digest":"%064x"}' % i for i in range(7)) + b"]}"
     assert keys.unpack_meta(keys.pack_meta(meta)) == meta and len(keys.pack_meta(meta)) < len(meta)
     assert keys.unpack_meta(b'{"m":1}') == b'{"m":1}'
