@@ -56,6 +56,17 @@ DEADLINE, LOAD_TIMEOUT, BOT_DIED, LOAD_FAILED, BAD_ANSWER = (
 MISBEHAVIOUR = frozenset({DEADLINE, LOAD_TIMEOUT, BOT_DIED})
 
 
+# Variables a bot host does not inherit from its worker: the bot has no use for the broker's
+# URL (which carries its password) nor for any key. Defence in depth only: the host runs as
+# the worker's user (docs/reliability.md, "Not promised").
+SECRET_HINTS = ("PASSWORD", "SECRET", "TOKEN", "CREDENTIAL", "_KEY", "BROKER_URL", "REDIS_URL")
+
+
+def secret_name(name: str) -> bool:
+    upper = name.upper()
+    return any(hint in upper for hint in SECRET_HINTS)
+
+
 class BotFailed(Exception):
     """The bot host gave no usable answer; ``reason`` is one of the constants above."""
 
@@ -150,7 +161,8 @@ class BotHost:
         return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
     def _start(self) -> subprocess.Popen[bytes]:
-        env = {**os.environ, PARENT_ENV: str(os.getpid()), "LOG_LEVEL": self.log_level}
+        env = {k: v for k, v in os.environ.items() if not secret_name(k)}
+        env.update({PARENT_ENV: str(os.getpid()), "LOG_LEVEL": self.log_level})
         # Its own process group, so that a kill reaches whatever the bot started too.
         proc = subprocess.Popen(
             [sys.executable, "-m", "ai_workers.supervisor"],

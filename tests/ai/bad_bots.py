@@ -10,7 +10,9 @@ benchmarks/bad_bots.py. They are registered like any separately installed packag
   the bot host and the pool process: the supervisor cannot shield the pool process from a bot
   that hunts it down, so this exercises the dead letter);
 - ``chatty`` prints on stdout before answering legally (it must not break the protocol);
-- ``slow-load`` never finishes loading (its constructor hangs).
+- ``slow-load`` never finishes loading (its constructor hangs);
+- ``snoop`` answers its last legal action when it can see the broker URL or a secret in its
+  environment, its first otherwise.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ ENTRY_POINTS = {
     "worker-killer": "tests.ai.bad_bots:WorkerKiller",
     "chatty": "tests.ai.bad_bots:Chatty",
     "slow-load": "tests.ai.bad_bots:SlowLoad",
+    "snoop": "tests.ai.bad_bots:Snoop",
 }
 
 
@@ -79,6 +82,12 @@ class SlowLoad:
 
     def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
         return legal[0]
+
+
+class Snoop:
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
+        seen = [k for k in os.environ if "BROKER" in k or "PASSWORD" in k or "KEY" in k]
+        return legal[-1] if seen else legal[0]
 
 
 def install_entry_points(directory: Path, entries: dict[str, str] | None = None) -> Path:

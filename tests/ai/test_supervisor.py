@@ -205,3 +205,15 @@ def test_the_worker_metrics_count_the_bot_hosts_with_the_pool(tmp_path: Path) ->
     finally:
         pool.kill()
         pool.wait()
+
+
+def test_the_bot_host_does_not_inherit_the_workers_secrets(
+    host: supervisor.BotHost,
+    position: tuple[rules.View, bytes, list[int]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _view, raw, legal = position
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://:hunter2@broker:6379/0")
+    monkeypatch.setenv("SOME_API_KEY", "k")
+    monkeypatch.setenv("DB_PASSWORD", "p")
+    assert host.choose(settings("snoop"), raw, legal, 10.0).action == legal[0]
