@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from engine_service import telemetry
@@ -42,10 +41,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return processes.run(settings)
     telemetry.instrument_engine()
-    from engine_service.server.app import StoreUnreachable, serve
+    from engine_service.server.app import StoreUnreachable, run, serve
 
     try:
-        asyncio.run(serve(settings))
+        run(serve(settings), settings.event_loop)
     except KeyboardInterrupt:
         return 130
     except StoreUnreachable as e:

@@ -8,6 +8,7 @@ docs/configuration.md documents this table; keep the two together.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -88,6 +89,13 @@ OPTIONS: tuple[Option, ...] = (
         "at start, how long to wait for the store (0 = as long as it takes)",
     ),
     Option("ENGINE_HOST", "host", str, "0.0.0.0", "address to bind the gRPC port to"),
+    Option(
+        "ENGINE_EVENT_LOOP",
+        "event_loop",
+        str,
+        "auto",
+        "auto (uvloop when installed), uvloop or asyncio",
+    ),
     Option(
         "ENGINE_PROCESSES",
         "processes",
@@ -210,6 +218,7 @@ class Settings:
     redis_retry_seconds: float = 5.0
     store_startup_seconds: float = 0.0
     host: str = "0.0.0.0"
+    event_loop: str = "auto"
     processes: int = 1
     grpc_port: int = 50051
     metrics_port: int = 9100
@@ -334,6 +343,10 @@ class Settings:
         ):
             if value < 1:
                 problems.append(f"{name} must be at least 1")
+        if self.event_loop not in ("auto", "uvloop", "asyncio"):
+            problems.append("ENGINE_EVENT_LOOP must be auto, uvloop or asyncio")
+        if self.event_loop == "uvloop" and importlib.util.find_spec("uvloop") is None:
+            problems.append("ENGINE_EVENT_LOOP=uvloop: uvloop is not installed")
         if self.processes > 1 and not self.redis_url:
             problems.append(
                 "ENGINE_PROCESSES > 1 needs REDIS_URL: games kept in process (no REDIS_URL) "

@@ -27,7 +27,6 @@ times the work.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
 import dataclasses
@@ -73,7 +72,7 @@ def _child(settings: Settings, index: int, parent: int, announce: Connection) ->
         print(f"ascension-engine: configuration error: {e}", file=sys.stderr)
         sys.exit(2)
     telemetry.instrument_engine()
-    from engine_service.server.app import StoreUnreachable, serve
+    from engine_service.server.app import StoreUnreachable, run, serve
 
     def listening(address: str) -> None:
         announce.send(address)
@@ -81,7 +80,7 @@ def _child(settings: Settings, index: int, parent: int, announce: Connection) ->
 
     code = 0
     try:
-        asyncio.run(serve(settings, housekeeping=index == 0, announce=listening))
+        run(serve(settings, housekeeping=index == 0, announce=listening), settings.event_loop)
     except KeyboardInterrupt:
         code = 130
     except (StoreUnreachable, OSError) as e:

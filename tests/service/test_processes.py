@@ -131,3 +131,22 @@ def test_one_process_keeps_its_port_to_itself() -> None:
 
     assert ("grpc.so_reuseport", 0) in server_options(config.Settings())
     assert ("grpc.so_reuseport", 1) in server_options(config.Settings(processes=2))
+
+
+def test_the_event_loop_is_uvloop_unless_asked_otherwise() -> None:
+    import asyncio
+
+    import uvloop
+
+    from engine_service.server.app import run
+
+    loops: list[type] = []
+
+    async def which() -> None:
+        loops.append(type(asyncio.get_running_loop()))
+
+    run(which())
+    run(which(), "asyncio")
+    assert issubclass(loops[0], uvloop.Loop) and not issubclass(loops[1], uvloop.Loop)
+    with pytest.raises(ValueError, match="ENGINE_EVENT_LOOP must be"):
+        config.load({"ENGINE_EVENT_LOOP": "trio"})
