@@ -108,7 +108,7 @@ def test_processes_share_the_port_and_merge_their_metrics(redis_url: str) -> Non
         assert not any(_alive(p) for p in servers)
         assert "exited with SIGKILL" in e.log()
     finally:
-        e.stop(signal.SIGKILL)
+        e.stop()  # SIGTERM (then SIGKILL): the parent removes its metrics directory
 
 
 def test_sigterm_stops_every_process_and_removes_the_metrics_directory(redis_url: str) -> None:
@@ -123,7 +123,7 @@ def test_sigterm_stops_every_process_and_removes_the_metrics_directory(redis_url
         assert not any(_alive(p) for p in servers)
         assert not metrics_dir.exists()
     finally:
-        e.stop(signal.SIGKILL)
+        e.stop()  # SIGTERM (then SIGKILL): the parent removes its metrics directory
 
 
 def test_one_process_keeps_its_port_to_itself() -> None:
