@@ -87,4 +87,5 @@ def make_app(cfg: config.WorkerConfig | None = None) -> Any:
 
 
 app = make_app()
+import ai_workers.analysis_task  # noqa: E402  (registers ascension.analyze_position)
 import ai_workers.tasks  # noqa: E402,F401  (registers the task on ``app``)

@@ -54,3 +54,11 @@ def submit_request(
 
 def new_idempotency_key() -> str:
     return uuid.uuid4().hex
+
+
+def analysis_timeout(budget_ms: int, timeout: float | None) -> float | None:
+    """How long to wait for AnalyzePosition: the client's timeout plus the search's budget (a
+    minute when 0 asks for the server's cap, which is below that)."""
+    if timeout is None:
+        return None
+    return timeout + (budget_ms / 1000 if budget_ms > 0 else 60.0)

@@ -11,6 +11,7 @@ from clients.sdk._grpc import grpc
 from clients.sdk._requests import (
     DEFAULT_RETRY,
     RetryPolicy,
+    analysis_timeout,
     create_game_request,
     new_idempotency_key,
     submit_request,
@@ -63,6 +64,9 @@ class _AioStub(Protocol):
     GetReplay: _Unary[engine_pb2.GetReplayRequest, engine_pb2.Replay]
     DeleteGame: _Unary[engine_pb2.DeleteGameRequest, engine_pb2.DeleteGameResponse]
     ListCards: _Unary[engine_pb2.ListCardsRequest, engine_pb2.ListCardsResponse]
+    AnalyzePosition: _Unary[
+        engine_pb2.AnalyzePositionRequest, engine_pb2.AnalyzePositionResponse
+    ]
 
 
 class AsyncClient:
@@ -244,6 +248,18 @@ class AsyncClient:
         await self._call(
             lambda: self._stub.DeleteGame(req, timeout=self.timeout, metadata=self._operator)
         )
+
+    async def analyze(
+        self, game_id: str, token: str, budget_ms: int = 0, *, timeout: float | None = None
+    ) -> engine_pb2.AnalyzePositionResponse:
+        """Hints for the token's seat (see :meth:`clients.sdk.Client.analyze`)."""
+        req = engine_pb2.AnalyzePositionRequest(game_id=game_id, token=token, budget_ms=budget_ms)
+        wait = timeout if timeout is not None else analysis_timeout(budget_ms, self.timeout)
+        resp = await self._call(
+            lambda: self._stub.AnalyzePosition(req, timeout=wait), transient_retries=0
+        )
+        self._seen(game_id, resp.version)
+        return resp
 
     async def catalog(self, fingerprint: str = "") -> Catalog:
         cached = self._catalogs.get(fingerprint) if fingerprint else None

@@ -13,6 +13,7 @@ from clients.sdk._grpc import grpc
 from clients.sdk._requests import (
     DEFAULT_RETRY,
     RetryPolicy,
+    analysis_timeout,
     create_game_request,
     new_idempotency_key,
     submit_request,
@@ -243,6 +244,23 @@ class Client:
         self._call(
             lambda: self._stub.DeleteGame(req, timeout=self.timeout, metadata=self._operator)
         )
+
+    def analyze(
+        self, game_id: str, token: str, budget_ms: int = 0, *, timeout: float | None = None
+    ) -> engine_pb2.AnalyzePositionResponse:
+        """Hints for the token's seat, which must be the one to move: its legal actions rated
+        by a search of what it may know, best first (``candidates``: ``action``, ``visits``,
+        ``win_probability``, ``description``). ``budget_ms``: search time (0 = the server's
+        cap, which also bounds it). Never retried by itself: the server limits analyses per
+        seat (``RateLimitedError``, ``ResourceExhaustedError``). ``timeout`` defaults to the
+        budget plus the client's timeout."""
+        req = engine_pb2.AnalyzePositionRequest(game_id=game_id, token=token, budget_ms=budget_ms)
+        wait = timeout if timeout is not None else analysis_timeout(budget_ms, self.timeout)
+        resp = self._call(
+            lambda: self._stub.AnalyzePosition(req, timeout=wait), transient_retries=0
+        )
+        self._seen(game_id, resp.version)
+        return resp
 
     def catalog(self, fingerprint: str = "") -> Catalog:
         """The card catalog (cached per fingerprint)."""

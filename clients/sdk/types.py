@@ -22,6 +22,8 @@ ActionList = engine_pb2.ListLegalActionsResponse
 SubmitResult = engine_pb2.SubmitActionResponse
 GameSummary = engine_pb2.GameSummary
 Replay = engine_pb2.Replay
+Analysis = engine_pb2.AnalyzePositionResponse
+AnalysisCandidate = engine_pb2.AnalysisCandidate
 
 SETS = ("ss", "cotgi", "both")
 

@@ -27,6 +27,7 @@ from clients.terminal.style import card_cost, card_text, seat_name
 HELP = """\
 Type the number of an action and press Enter. Other commands:
   a        play all the cards in your hand (stops at any choice to make)
+  h        hints: the three best actions by a search of what you know, with your win chances
   c        card texts of the center row, your hand and your cards in play
   ? NAME   the text of a card, e.g. "? mystic"
   l        the full log of events
@@ -34,6 +35,8 @@ Type the number of an action and press Enter. Other commands:
   q        quit (the game is abandoned)
 Costs: 3R = 3 Runes to acquire, 4P = 4 Power to defeat. H Hero, C Construct, M Monster.
 [YOU] [S2] are ships; Ghost is The Ghost Pirate; ● a Cursed Treasure coin on the board."""
+HINT_MS = 1000  # search time asked for a hint (the engine caps it)
+HINTS_SHOWN = 3
 
 
 class QuitGame(Exception):
@@ -61,6 +64,7 @@ class PlaySession:
         about: str = "",
         stall_hint: str | Callable[[], str] = "Are the engine's AI workers running?",
         stall_seconds: float = 30.0,
+        hint_ms: int = HINT_MS,
     ) -> None:
         self.client = client
         self.console = console
@@ -77,6 +81,7 @@ class PlaySession:
         self.about = about or f"Game {game_id} on the engine at {client.address}."
         self.stall_hint = stall_hint
         self.stall_seconds = stall_seconds
+        self.hint_ms = hint_ms
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -112,7 +117,7 @@ class PlaySession:
     def _prompt(self) -> str:
         n = len(self.view.legal_actions)
         extra = ", a=play all" if self._plays() else ""
-        return f"Your choice (1-{n}{extra}, ?=help, q=quit): "
+        return f"Your choice (1-{n}{extra}, h=hints, ?=help, q=quit): "
 
     def _catch_up(self) -> None:
         """Log every update up to the view's version, in order (they exist: no waiting)."""
@@ -164,8 +169,11 @@ class PlaySession:
             return self._choose(actions[i - 1])
         if low == "a":
             return self._play_all()
-        if low in ("h", "help", "?"):
+        if low in ("help", "?"):
             self._help()
+            return False
+        if low == "h":
+            self._hints()
             return False
         if low.startswith("?"):
             self._card_info(raw[1:].strip())
@@ -256,6 +264,35 @@ class PlaySession:
         return t
 
     # -- information -----------------------------------------------------------------------
+
+    def _hints(self) -> None:
+        """The engine's analysis of this position (AnalyzePosition): the best three actions,
+        with their numbers in the menu and the chance to win the search gives each."""
+        try:
+            with self.console.status(self._status("Looking for good moves…"), spinner="dots"):
+                analysis = self.client.analyze(self.game_id, self.token, self.hint_ms)
+        except AscensionError as e:
+            self.console.print(Text(f"No hints now: {e.message}", style="yellow"))
+            return
+        numbers = {a.id: i for i, a in enumerate(self.view.legal_actions, 1)}
+        shown = [c for c in analysis.candidates if c.action in numbers][:HINTS_SHOWN]
+        if analysis.version != self.view.version or not shown:
+            self.console.print(Text("No hints: the game moved on; press Enter.", style="yellow"))
+            return
+        table = Table.grid(padding=(0, 1))
+        table.add_column(justify="right", no_wrap=True)
+        table.add_column()
+        table.add_column(justify="right", no_wrap=True)
+        for c in shown:
+            table.add_row(
+                Text(str(numbers[c.action]), style="bold"),
+                Text(c.description),
+                Text(f"{c.win_probability:.0%} to win", style="green"),
+            )
+        self.console.print(
+            Text(f"Hints ({analysis.iterations:,} simulated continuations):", style="bold")
+        )
+        self.console.print(table)
 
     def _help(self) -> None:
         self.console.print(HELP, highlight=False)

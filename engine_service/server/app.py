@@ -14,6 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from engine_service.api.ascension.v1 import engine_pb2
+from engine_service.server.analysis import Analyses
 from engine_service.server.config import Settings
 from engine_service.server.dispatch import make_dispatcher, message_ttl
 from engine_service.server.games import Games
@@ -185,7 +186,8 @@ async def serve(
         ),
     )
     games = Games(store, dispatcher, metrics, advertise, hub, ai_credentials)
-    engine = EngineService(games, metrics, settings.access(), settings.call_limits())
+    analyses = Analyses(games, settings.analysis_settings())
+    engine = EngineService(games, metrics, settings.access(), settings.call_limits(), analyses)
     add_to_server(engine, server)
     guarded = GuardedServer(server)  # undecodable requests: INVALID_ARGUMENT, no traceback
     health = Health()

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from engine_service.server import tokens
+from engine_service.server.analysis import AnalysisSettings
 from engine_service.server.auth import (
     MIN_KEY_CHARS,
     SEEDS_ANYONE,
@@ -24,6 +25,7 @@ from engine_service.server.auth import (
     Access,
     parse_keys,
 )
+from engine_service.server.bots import MAX_TIME_MS
 from engine_service.server.grpc_compat import grpc
 from engine_service.server.limits import CallLimits, per_minute, per_second
 from engine_service.server.tokens import AiCredentials
@@ -201,6 +203,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_MAX_LIVE_GAMES", "max_live_games", int, 10000, "games not over the store may hold (0 = no cap)"),
     Option("ENGINE_AI_TOKEN_KEYS", "ai_token_keys", str, "", "HMAC keys of AI move credentials (first signs); unset = one per process", secret=True),
     Option("ENGINE_AI_CREDENTIAL_TTL_SECONDS", "ai_credential_ttl_seconds", float, 900.0, "lifetime of an AI move credential"),
+    Option("ENGINE_ANALYSIS_MAX_BUDGET_MS", "analysis_max_budget_ms", int, 2000, "cap of an AnalyzePosition search's time (0 = no hints)"),
+    Option("ENGINE_ANALYSIS_PER_MINUTE", "analysis_per_minute", int, 6, "AnalyzePosition calls per minute per seat (0 = no limit)"),
+    Option("ENGINE_ANALYSIS_MAX_IN_FLIGHT", "analysis_max_in_flight", int, 32, "analyses one server process waits for at once (0 = no cap)"),
+    Option("ENGINE_ANALYSIS_MAX_ITERATIONS", "analysis_max_iterations", int, 0, "search iterations of an analysis (0 = the time budget alone)"),
+    Option("ENGINE_ANALYSIS_GRACE_SECONDS", "analysis_grace_seconds", float, 5.0, "waited beyond an analysis's budget for the workers' answer"),
     Option("REDIS_USERNAME", "redis_username", str, "", "Redis ACL user (if REDIS_URL names none)"),
     Option("REDIS_PASSWORD", "redis_password", str, "", "Redis password (if REDIS_URL has none)", secret=True),
     Option("REDIS_TLS_CA_FILE", "redis_tls_ca_file", str, "", "PEM CA bundle to check a rediss:// server against"),
@@ -251,6 +258,11 @@ class Settings:
     max_live_games: int = 10000
     ai_token_keys: str = field(default="", repr=False)
     ai_credential_ttl_seconds: float = 900.0
+    analysis_max_budget_ms: int = 2000
+    analysis_per_minute: int = 6
+    analysis_max_in_flight: int = 32
+    analysis_max_iterations: int = 0
+    analysis_grace_seconds: float = 5.0
     redis_username: str = ""
     redis_password: str = field(default="", repr=False)
     redis_tls_ca_file: str = ""
@@ -307,6 +319,15 @@ class Settings:
                 "ENGINE_LIMIT_SUBMIT_PER_SECOND", "SubmitAction", self.limit_submit_per_second
             ),
             max_live_games=self.max_live_games,
+        )
+
+    def analysis_settings(self) -> AnalysisSettings:
+        return AnalysisSettings(
+            max_budget_ms=self.analysis_max_budget_ms,
+            per_minute=self.analysis_per_minute,
+            max_in_flight=self.analysis_max_in_flight,
+            max_iterations=self.analysis_max_iterations,
+            grace_seconds=self.analysis_grace_seconds,
         )
 
     @property
@@ -414,6 +435,17 @@ class Settings:
                 problems.append(f"{name} must not be negative")
         if self.ai_credential_ttl_seconds < 1:
             problems.append("ENGINE_AI_CREDENTIAL_TTL_SECONDS must be at least 1")
+        if not 0 <= self.analysis_max_budget_ms <= MAX_TIME_MS:
+            problems.append(f"ENGINE_ANALYSIS_MAX_BUDGET_MS must be 0 (no hints) to {MAX_TIME_MS}")
+        for name, value in (
+            ("ENGINE_ANALYSIS_PER_MINUTE", self.analysis_per_minute),
+            ("ENGINE_ANALYSIS_MAX_IN_FLIGHT", self.analysis_max_in_flight),
+            ("ENGINE_ANALYSIS_MAX_ITERATIONS", self.analysis_max_iterations),
+        ):
+            if value < 0:
+                problems.append(f"{name} must not be negative")
+        if not 0 < self.analysis_grace_seconds <= 600:
+            problems.append("ENGINE_ANALYSIS_GRACE_SECONDS must be above 0 and at most 600")
         return problems
 
 

@@ -15,6 +15,11 @@ Local (the embedded default): a pool of
 spawned processes runs the function named by ``ENGINE_LOCAL_AI_TARGET`` ("module:function",
 imported inside the child) with the payload as keyword arguments; that function connects to
 ``engine_address`` and submits the move like any client.
+
+Analyses (``AnalyzePosition``, hints for a seat) go the same ways with :meth:`Dispatcher.analyse`:
+as the Celery task ``ascension.analyze_position`` (the worker hands the result back with
+``SubmitAnalysis``; nothing is answered here), or to the local pool's
+``ai_workers.analysis:analyse_payload``, whose return value is the result.
 """
 
 from __future__ import annotations
@@ -33,9 +38,16 @@ from typing import Any
 log = logging.getLogger("ascension.engine.dispatch")
 
 TASK_NAME = "ascension.choose_move"
+ANALYSIS_TASK_NAME = "ascension.analyze_position"
 QUEUE = "ascension.moves"
+LOCAL_ANALYSIS_TARGET = "ai_workers.analysis:analyse_payload"
 
 Payload = dict[str, Any]
+AnalysisFuture = asyncio.Future[Payload]
+
+
+class AnalysisUnavailable(Exception):
+    """This dispatcher runs no analyses (AI dispatch off)."""
 
 
 def message_ttl(stall_seconds: float) -> float:
@@ -58,12 +70,22 @@ def describe(payload: Payload) -> str:
     return repr({**shown, "bot": name})
 
 
+def describe_analysis(payload: Payload) -> str:
+    """An analysis payload as task headers and logs may show it: no token, no view."""
+    return repr({k: payload[k] for k in ("analysis_id", "game_id", "seat", "version") if k in payload})
+
+
 class Dispatcher(abc.ABC):
     name = "abstract"
 
     @abc.abstractmethod
     async def dispatch(self, payload: Payload) -> None:
         """Hand the move over (do not wait for it to be played)."""
+
+    async def analyse(self, payload: Payload) -> AnalysisFuture | None:
+        """Hand an analysis over: a future of its result when this process will get it (the
+        local pool), else None (Celery: the worker answers with ``SubmitAnalysis``)."""
+        raise AnalysisUnavailable(f"AI dispatch {self.name!r} runs no analyses")
 
     async def close(self) -> None:
         return None
@@ -128,6 +150,28 @@ class CeleryDispatcher(Dispatcher):
             )
             raise
 
+    def _send_analysis(self, payload: Payload) -> None:
+        # Not delivered after the engine stopped waiting (``expires``: the worker drops it).
+        self.app.send_task(
+            ANALYSIS_TASK_NAME,
+            kwargs=payload,
+            queue=QUEUE,
+            task_id=f"analysis:{payload['analysis_id']}",
+            expires=float(payload["reply_seconds"]),
+            argsrepr="()",
+            kwargsrepr=describe_analysis(payload),
+        )
+
+    async def analyse(self, payload: Payload) -> AnalysisFuture | None:
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        try:
+            await loop.run_in_executor(self._pool, context.run, self._send_analysis, payload)
+        except Exception as e:
+            log.warning("could not send analysis %s to Celery: %s", payload["analysis_id"], e)
+            raise
+        return None
+
     async def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
@@ -142,8 +186,11 @@ def run_target(target: str, payload: Payload) -> object:
 class LocalDispatcher(Dispatcher):
     name = "local"
 
-    def __init__(self, target: str, processes: int) -> None:
+    def __init__(
+        self, target: str, processes: int, analysis_target: str = LOCAL_ANALYSIS_TARGET
+    ) -> None:
         self.target = target
+        self.analysis_target = analysis_target
         self.processes = processes
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
@@ -164,7 +211,7 @@ class LocalDispatcher(Dispatcher):
             return
         log.warning(
             "local AI target %s failed for game %s seat %s: %s: %s",
-            self.target,
+            self.analysis_target if "analysis_id" in payload else self.target,
             payload["game_id"],
             payload["seat"],
             type(e).__name__,
@@ -174,14 +221,24 @@ class LocalDispatcher(Dispatcher):
             with self._lock:
                 self._pool = None  # a child died: start a fresh pool next time
 
-    async def dispatch(self, payload: Payload) -> None:
+    def _submit(self, target: str, payload: Payload) -> concurrent.futures.Future[object]:
         try:
-            fut = self._executor().submit(run_target, self.target, payload)
+            fut = self._executor().submit(run_target, target, payload)
         except (RuntimeError, concurrent.futures.process.BrokenProcessPool):
             with self._lock:
                 self._pool = None
-            fut = self._executor().submit(run_target, self.target, payload)
+            fut = self._executor().submit(run_target, target, payload)
         fut.add_done_callback(lambda f: self._done(payload, f))
+        return fut
+
+    async def dispatch(self, payload: Payload) -> None:
+        self._submit(self.target, payload)
+
+    async def analyse(self, payload: Payload) -> AnalysisFuture | None:
+        # The search runs in a pool process (never in the server's event loop or threads);
+        # the caller awaits the result with its own deadline.
+        fut = self._submit(self.analysis_target, payload)
+        return asyncio.wrap_future(fut)  # type: ignore[arg-type]
 
     async def close(self) -> None:
         with self._lock:

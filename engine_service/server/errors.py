@@ -40,6 +40,7 @@ class Code(Enum):
     OUT_OF_RANGE = "OUT_OF_RANGE"
     RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
     UNAVAILABLE = "UNAVAILABLE"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
     DATA_LOSS = "DATA_LOSS"
     INTERNAL = "INTERNAL"
 
@@ -62,12 +63,17 @@ REASONS: dict[str, tuple[Code, str]] = {
     "GAME_OVER": (Code.FAILED_PRECONDITION, "the game is over"),
     "GAME_NOT_OVER": (Code.FAILED_PRECONDITION, "a replay is given only once the game is over"),
     "UNREADABLE_GAME": (Code.FAILED_PRECONDITION, "this engine cannot read the stored game"),
+    "ANALYSIS_DISABLED": (Code.FAILED_PRECONDITION, "this server gives no hints (ENGINE_ANALYSIS_MAX_BUDGET_MS=0, or no AI dispatch)"),
     "VERSION_MISMATCH": (Code.ABORTED, "the game is at another version (metadata: current_version)"),
     "HISTORY_DIVERGED": (Code.ABORTED, "the store lost versions: the version you saw is not the one it holds (metadata: current_version, commit_id)"),
     "HISTORY_TRIMMED": (Code.OUT_OF_RANGE, "updates that old are no longer kept, or the stream fell behind (metadata: first_version or after_version)"),
-    "RATE_LIMITED": (Code.RESOURCE_EXHAUSTED, "a per-peer rate limit (metadata: limit, retry_after_ms)"),
+    "RATE_LIMITED": (Code.RESOURCE_EXHAUSTED, "a rate limit per peer or per seat (metadata: limit, retry_after_ms)"),
     "LIVE_GAMES_LIMIT": (Code.RESOURCE_EXHAUSTED, "the cap on games not over is reached (metadata: limit)"),
     "STREAM_LIMIT": (Code.RESOURCE_EXHAUSTED, "a cap on concurrent watch streams (metadata: limit)"),
+    "ANALYSIS_IN_PROGRESS": (Code.RESOURCE_EXHAUSTED, "an analysis of this seat is still running: one at a time per seat"),
+    "ANALYSIS_CAPACITY": (Code.RESOURCE_EXHAUSTED, "the replica runs as many analyses as it may (metadata: limit)"),
+    "ANALYSIS_TIMEOUT": (Code.DEADLINE_EXCEEDED, "no AI worker answered the analysis within its budget and the grace (metadata: waited_ms)"),
+    "ANALYSIS_UNAVAILABLE": (Code.UNAVAILABLE, "the analysis could not be handed to the AI workers, or they failed it; try again"),
     "STORE_UNAVAILABLE": (Code.UNAVAILABLE, "the game store did not answer; try again"),
     "SHUTTING_DOWN": (Code.UNAVAILABLE, "the server is stopping; try again (another replica)"),
     "DATA_LOSS": (Code.DATA_LOSS, "the store lost versions the caller saw (metadata: current_version)"),

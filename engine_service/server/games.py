@@ -205,6 +205,13 @@ class Games:
         convert.add_legal_actions(resp.actions, s, seat)
         return resp
 
+    async def position(self, game_id: str, token: str) -> tuple[int, rules.State, int]:
+        """(version, state, seat) of the game for a seat's token, which is required; the state
+        is shared with the cache: never change it (AnalyzePosition reads it)."""
+        rec, meta = await self._load(game_id)
+        seat = self._seat(token, meta, game_id, rec.version, required=True)
+        return rec.version, self._state(rec), seat
+
     async def _replayed(
         self, game_id: str, seat: int, fingerprint: bytes, prior: IdempotentRecord
     ) -> epb.SubmitActionResponse:

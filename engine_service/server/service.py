@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.server import errors
+from engine_service.server.analysis import Analyses
 from engine_service.server.auth import Access
 from engine_service.server.errors import ServiceError
 from engine_service.server.games import Games
@@ -115,11 +116,13 @@ class EngineService:
         metrics: Metrics,
         access: Access | None = None,
         limits: CallLimits | None = None,
+        analyses: Analyses | None = None,
     ) -> None:
         self.games = games
         self.metrics = metrics
         self.access = access or Access()
         self.limits = limits or CallLimits()
+        self.analyses = analyses or Analyses(games)
 
     @unary("CreateGame")
     async def CreateGame(
@@ -178,6 +181,19 @@ class EngineService:
         from engine_service.server.convert import card_catalog
 
         return card_catalog()
+
+    @unary("AnalyzePosition")
+    async def AnalyzePosition(
+        self, request: epb.AnalyzePositionRequest, context: Any
+    ) -> epb.AnalyzePositionResponse:
+        return await self.analyses.analyze(request)
+
+    @unary("SubmitAnalysis")
+    async def SubmitAnalysis(
+        self, request: epb.SubmitAnalysisRequest, context: Any
+    ) -> epb.SubmitAnalysisResponse:
+        await self.analyses.deliver(request)
+        return epb.SubmitAnalysisResponse()
 
     async def WatchGame(
         self, request: epb.WatchGameRequest, context: Any

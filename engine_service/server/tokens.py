@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine_service.server.dispatch import Dispatcher, Payload
+from engine_service.server.dispatch import AnalysisFuture, Dispatcher, Payload
 from engine_service.server.errors import Code, ServiceError, refused
 
 AI_PREFIX = "ai1."
@@ -34,6 +34,9 @@ _CREDENTIAL = re.compile(
     rf"ai1\.{_NUMBER}\.{_NUMBER}\.{_NUMBER}\.([A-Za-z0-9_-]{{32}})", re.ASCII
 )
 MIN_KEY_CHARS = 32
+REPLY_PREFIX = "an1."
+# an1.<expiry>.<24 bytes of MAC, base64url>: how a worker hands back an analysis
+_REPLY = re.compile(rf"an1\.{_NUMBER}\.([A-Za-z0-9_-]{{32}})", re.ASCII)
 
 
 def new_token() -> str:
@@ -124,6 +127,41 @@ class AiCredentials:
             )
         return Grant(seat, version, expires)
 
+    # ---- analysis replies (AnalyzePosition) ---------------------------------------------
+    # ``an1.<expiry>.<mac>``: the MAC is under a key derived from each key for this purpose
+    # only, so that no analysis credential can ever pass for a move credential or the reverse.
+
+    def _reply_mac(self, key: bytes, game_id: str, analysis_id: str, expires: int) -> str:
+        derived = hmac.new(key, b"ascension analysis reply", hashlib.sha256).digest()
+        body = f"{game_id}.{analysis_id}.{expires}".encode()
+        mac = hmac.new(derived, body, hashlib.sha256).digest()[:24]
+        return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+    def mint_reply(self, game_id: str, analysis_id: str, ttl_seconds: float) -> str:
+        """The credential with which a worker hands back that one analysis."""
+        expires = int(self._clock() + ttl_seconds) + 1
+        return f"{REPLY_PREFIX}{expires}.{self._reply_mac(self._keys[0], game_id, analysis_id, expires)}"
+
+    def check_reply(self, token: str, game_id: str, analysis_id: str) -> None:
+        """UNAUTHENTICATED unless ``token`` is a live reply credential of that analysis."""
+        m = _REPLY.fullmatch(token)
+        if m is None:
+            raise refused(Code.UNAUTHENTICATED, "UNKNOWN_TOKEN", "malformed analysis credential")
+        expires, mac = int(m[1]), m[2].encode()
+        if not any(
+            hmac.compare_digest(mac, self._reply_mac(k, game_id, analysis_id, expires).encode())
+            for k in self._keys
+        ):
+            raise refused(
+                Code.UNAUTHENTICATED, "UNKNOWN_TOKEN", "the credential is not this analysis's"
+            )
+        if self._clock() > expires:
+            raise refused(
+                Code.UNAUTHENTICATED,
+                "AI_CREDENTIAL_EXPIRED",
+                "this analysis credential expired: the engine no longer waits for the answer",
+            )
+
     def seat(self, token: str, game_id: str, version: int, *, acting: bool) -> int | None:
         """The seat the credential acts for at ``version``; None (a spectator) for reads at
         another version. ``acting`` (a submit naming ``version``): another version is refused."""
@@ -152,6 +190,13 @@ class CredentialedDispatcher(Dispatcher):
     async def dispatch(self, payload: Payload) -> None:
         token = self.credentials.mint(payload["game_id"], payload["seat"], payload["version"])
         await self.inner.dispatch({**payload, "token": token})
+
+    async def analyse(self, payload: Payload) -> AnalysisFuture | None:
+        """An analysis goes out with the credential of its reply (it acts for no seat)."""
+        token = self.credentials.mint_reply(
+            payload["game_id"], payload["analysis_id"], payload["reply_seconds"]
+        )
+        return await self.inner.analyse({**payload, "token": token})
 
     async def close(self) -> None:
         await self.inner.close()

@@ -236,6 +236,15 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def active_games(self) -> int: ...
 
+    @abc.abstractmethod
+    async def put_reply(self, game_id: str, key: str, data: bytes, ttl_seconds: float) -> None:
+        """Leave ``data`` for whichever replica waits for ``key`` (an analysis's answer that
+        reached another replica than the one waiting); it expires after ``ttl_seconds``."""
+
+    @abc.abstractmethod
+    async def take_reply(self, game_id: str, key: str) -> bytes | None:
+        """The data left for ``key``, removed as it is read (None if there is none)."""
+
     async def tidy(self, limit: int) -> int:
         """Drop index entries of games that expired (idle or finished); at most about
         ``limit`` entries looked at. Returns how many were dropped."""

@@ -16,6 +16,7 @@ Keys of game ``G`` in bucket ``B`` (two digits)::
     asc:{B}:l:G     string: the replay log, 4 bytes per version after the first (a finished
                     game's is zlib-compressed: ``pack_log``)
     asc:{B}:i:G     hash: idempotency key -> "<version>|<fingerprint>" (keys in the window)
+    asc:{B}:r:G:K   string: a reply left for the replica waiting for K (an analysis), short TTL
 
 and the bucket's indexes and news::
 
@@ -90,6 +91,10 @@ def unpack_window_entry(raw: bytes) -> tuple[int, bool, str, str, bytes]:
         cid, m = raw[6 : 6 + n].decode(), raw[6 + n]
         parent, rest = raw[7 + n : 7 + n + m].decode(), 7 + n + m
     return version, bool(flags & _OVER), cid, parent, raw[rest:]
+
+
+def reply_key(game_id: str, key: str) -> str:
+    return f"{tag(bucket_of(game_id))}:r:{game_id}:{key}"
 
 
 def index_keys(bucket: int) -> tuple[str, str, str]:

@@ -54,6 +54,7 @@ class MemoryStore(Store):
         self._games: dict[str, _Game] = {}
         self._lock = threading.Lock()
         self._changed = asyncio.Event()  # set (and replaced) on every change
+        self._replies: dict[tuple[str, str], tuple[bytes, float]] = {}  # -> (data, expires at)
 
     def _get(self, game_id: str) -> _Game | None:
         g = self._games.get(game_id)
@@ -262,6 +263,18 @@ class MemoryStore(Store):
             return sum(
                 1 for gid in list(self._games) if (g := self._get(gid)) is not None and not g.over
             )
+
+    async def put_reply(self, game_id: str, key: str, data: bytes, ttl_seconds: float) -> None:
+        with self._lock:
+            now = time.time()
+            for k in [k for k, (_, until) in self._replies.items() if until <= now]:
+                del self._replies[k]
+            self._replies[(game_id, key)] = (data, now + ttl_seconds)
+
+    async def take_reply(self, game_id: str, key: str) -> bytes | None:
+        with self._lock:
+            hit = self._replies.pop((game_id, key), None)
+        return hit[0] if hit is not None and hit[1] > time.time() else None
 
     async def tidy(self, limit: int) -> int:
         with self._lock:

@@ -911,6 +911,14 @@ class RedisStore(Store):
         counts = await self._guard(self._each_bucket(lambda p, b: p.zcard(keys.index_keys(b)[1])))
         return sum(int(n) for n in counts)
 
+    async def put_reply(self, game_id: str, key: str, data: bytes, ttl_seconds: float) -> None:
+        ttl_ms = max(1, int(ttl_seconds * 1000))
+        await self._guard(self.r.set(keys.reply_key(game_id, key), data, px=ttl_ms))
+
+    async def take_reply(self, game_id: str, key: str) -> bytes | None:
+        data = await self._guard(self.r.getdel(keys.reply_key(game_id, key)))
+        return None if data is None else bytes(data)
+
     async def tidy(self, limit: int) -> int:
         """Unfinished games expire when idle; their index entries are dropped here (active and
         AI entries by score, the games index by walking it from a cursor)."""

@@ -81,6 +81,12 @@ class StoreWrapper(Store):
     async def active_games(self) -> int:
         return await self.inner.active_games()
 
+    async def put_reply(self, game_id: str, key: str, data: bytes, ttl_seconds: float) -> None:
+        await self.inner.put_reply(game_id, key, data, ttl_seconds)
+
+    async def take_reply(self, game_id: str, key: str) -> bytes | None:
+        return await self.inner.take_reply(game_id, key)
+
     async def tidy(self, limit: int) -> int:
         return await self.inner.tidy(limit)
 

@@ -6,7 +6,7 @@
 import { Code, errorText, isCode, type EngineClient } from "./api";
 import * as board from "./board";
 import { loadCatalog, type Catalog } from "./catalog";
-import { h, replaceKeepingFocus, sleep } from "./dom";
+import { h, replaceKeepingFocus, sleep, type Child } from "./dom";
 import type { GameUpdate, GameView, LegalAction } from "./gen/ascension/v1/game_pb";
 import { entryOf, type Entry } from "./log";
 import { seatName } from "./names";
@@ -37,6 +37,10 @@ export class GameScreen {
   private readonly abort = new AbortController();
   private note = ""; // said once in place of the next prompt
   private autoAnswered = -1n;
+  // Hints (AnalyzePosition) for the version they were asked at; gone once the game moves on.
+  private hintLines: Child[] = [];
+  private hintFor = -1n;
+  private hinting = false;
 
   private readonly el = {
     header: h("div", { class: "game-top" }),
@@ -157,11 +161,51 @@ export class GameScreen {
       this.el.actions,
       h("h2", { id: "actions-title" }, this.view.over ? "Game over" : t.enabled ? "Your move" : "Your actions"),
       t.enabled ? board.actionList(t, playAll) : h("p", { class: "waiting" }, this.waitingWords()),
+      t.enabled ? this.hintArea() : null,
     );
     if (hadFocus && (!this.root.contains(document.activeElement) || document.activeElement === document.body)) {
       const first = this.el.actions.querySelector<HTMLElement>("button.act");
       (first ?? this.el.status).focus();
     }
+  }
+
+  /** The Hints button (key H) and, once asked, the three best actions with their numbers. */
+  private hintArea(): HTMLElement {
+    const fresh = this.hintFor === this.view.version;
+    return h(
+      "div",
+      { class: "hints" },
+      h(
+        "button",
+        { type: "button", class: "hint", "aria-keyshortcuts": "H", disabled: this.hinting, onclick: () => void this.hint() },
+        h("kbd", { "aria-hidden": "true" }, "H"),
+        this.hinting ? "Looking for good moves…" : "Hints",
+      ),
+      fresh && this.hintLines.length ? h("ul", { class: "hint-list", "aria-live": "polite", "aria-label": "Hints" }, this.hintLines.map((line) => h("li", {}, line))) : null,
+    );
+  }
+
+  private async hint(): Promise<void> {
+    if (!this.canAct() || this.hinting) return;
+    const version = this.view.version;
+    this.hinting = true;
+    this.render();
+    let lines: Child[];
+    try {
+      const a = await this.client.analyzePosition({ gameId: this.gameId, token: this.token, budgetMs: 1000 });
+      const numbers = new Map(this.view.legalActions.map((x, i) => [x.id, i + 1]));
+      lines = a.candidates
+        .filter((c) => a.version === this.view.version && numbers.has(c.action))
+        .slice(0, 3)
+        .map((c) => [h("kbd", {}, String(numbers.get(c.action))), ` ${c.description}: `, h("strong", {}, `${Math.round(c.winProbability * 100)}% to win`)]);
+    } catch (e) {
+      lines = [`No hints now: ${errorText(e)}`];
+    } finally {
+      this.hinting = false;
+    }
+    this.hintLines = lines;
+    this.hintFor = version;
+    this.render();
   }
 
   private waitingWords(): string {
@@ -189,7 +233,7 @@ export class GameScreen {
       this.say(w < 0 ? "The game is over." : w === this.me ? "The game is over: you win!" : `The game is over: ${seatName(this.view, w, this.me)} wins.`);
     } else if (this.canAct()) {
       const d = this.view.board?.decision;
-      this.say(d ? `Your choice: ${d.kind.replace(/_/g, " ")}. Pick one of your actions.` : "Your move: pick an action (keys 1–9, A plays all).");
+      this.say(d ? `Your choice: ${d.kind.replace(/_/g, " ")}. Pick one of your actions.` : "Your move: pick an action (keys 1–9, A plays all, H for hints).");
     } else if (!this.pumping && this.queue.length === 0) {
       this.say(`${seatName(this.view, this.view.toMove, this.me)} is thinking…`, this.view.toMove);
     }
@@ -400,6 +444,9 @@ export class GameScreen {
     } else if (ev.key === "a" || ev.key === "A") {
       ev.preventDefault();
       void this.playAll();
+    } else if (ev.key === "h" || ev.key === "H") {
+      ev.preventDefault();
+      void this.hint();
     }
   };
 }

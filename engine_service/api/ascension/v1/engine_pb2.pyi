@@ -234,3 +234,59 @@ class ListCardsResponse(_message.Message):
     catalog_fingerprint: str
     cards: _containers.RepeatedCompositeFieldContainer[_game_pb2.Card]
     def __init__(self, catalog_fingerprint: _Optional[str] = ..., cards: _Optional[_Iterable[_Union[_game_pb2.Card, _Mapping]]] = ...) -> None: ...
+
+class AnalyzePositionRequest(_message.Message):
+    __slots__ = ("game_id", "token", "budget_ms")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    token: str
+    budget_ms: int
+    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., budget_ms: _Optional[int] = ...) -> None: ...
+
+class AnalysisCandidate(_message.Message):
+    __slots__ = ("action", "visits", "win_probability", "description")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    VISITS_FIELD_NUMBER: _ClassVar[int]
+    WIN_PROBABILITY_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    action: int
+    visits: int
+    win_probability: float
+    description: str
+    def __init__(self, action: _Optional[int] = ..., visits: _Optional[int] = ..., win_probability: _Optional[float] = ..., description: _Optional[str] = ...) -> None: ...
+
+class AnalyzePositionResponse(_message.Message):
+    __slots__ = ("version", "candidates", "seat", "budget_ms", "iterations")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    candidates: _containers.RepeatedCompositeFieldContainer[AnalysisCandidate]
+    seat: int
+    budget_ms: int
+    iterations: int
+    def __init__(self, version: _Optional[int] = ..., candidates: _Optional[_Iterable[_Union[AnalysisCandidate, _Mapping]]] = ..., seat: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ...) -> None: ...
+
+class SubmitAnalysisRequest(_message.Message):
+    __slots__ = ("game_id", "analysis_id", "token", "candidates", "iterations", "error")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    analysis_id: str
+    token: str
+    candidates: _containers.RepeatedCompositeFieldContainer[AnalysisCandidate]
+    iterations: int
+    error: str
+    def __init__(self, game_id: _Optional[str] = ..., analysis_id: _Optional[str] = ..., token: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[AnalysisCandidate, _Mapping]]] = ..., iterations: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+
+class SubmitAnalysisResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

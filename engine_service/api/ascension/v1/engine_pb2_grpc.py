@@ -81,6 +81,16 @@ class EngineStub:
                 request_serializer=ascension_dot_v1_dot_engine__pb2.ListCardsRequest.SerializeToString,
                 response_deserializer=ascension_dot_v1_dot_engine__pb2.ListCardsResponse.FromString,
                 _registered_method=True)
+        self.AnalyzePosition = channel.unary_unary(
+                '/ascension.v1.Engine/AnalyzePosition',
+                request_serializer=ascension_dot_v1_dot_engine__pb2.AnalyzePositionRequest.SerializeToString,
+                response_deserializer=ascension_dot_v1_dot_engine__pb2.AnalyzePositionResponse.FromString,
+                _registered_method=True)
+        self.SubmitAnalysis = channel.unary_unary(
+                '/ascension.v1.Engine/SubmitAnalysis',
+                request_serializer=ascension_dot_v1_dot_engine__pb2.SubmitAnalysisRequest.SerializeToString,
+                response_deserializer=ascension_dot_v1_dot_engine__pb2.SubmitAnalysisResponse.FromString,
+                _registered_method=True)
 
 
 class EngineServicer:
@@ -150,6 +160,25 @@ class EngineServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AnalyzePosition(self, request, context):
+        """Hints for the token's seat when it is to move: its legal actions rated by one search of
+        what that seat may know (the AI workers run it within budget_ms, which the server caps).
+        Limited per seat: RESOURCE_EXHAUSTED (ANALYSIS_IN_PROGRESS, RATE_LIMITED, ANALYSIS_CAPACITY);
+        DEADLINE_EXCEEDED (ANALYSIS_TIMEOUT) or UNAVAILABLE (ANALYSIS_UNAVAILABLE) when no worker
+        answered in time; FAILED_PRECONDITION (ANALYSIS_DISABLED) on a server without hints.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitAnalysis(self, request, context):
+        """For the AI workers only: the result of an analysis the engine dispatched, with the
+        credential that came with it (players never call this).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -197,6 +226,16 @@ def add_EngineServicer_to_server(servicer, server):
                     servicer.ListCards,
                     request_deserializer=ascension_dot_v1_dot_engine__pb2.ListCardsRequest.FromString,
                     response_serializer=ascension_dot_v1_dot_engine__pb2.ListCardsResponse.SerializeToString,
+            ),
+            'AnalyzePosition': grpc.unary_unary_rpc_method_handler(
+                    servicer.AnalyzePosition,
+                    request_deserializer=ascension_dot_v1_dot_engine__pb2.AnalyzePositionRequest.FromString,
+                    response_serializer=ascension_dot_v1_dot_engine__pb2.AnalyzePositionResponse.SerializeToString,
+            ),
+            'SubmitAnalysis': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitAnalysis,
+                    request_deserializer=ascension_dot_v1_dot_engine__pb2.SubmitAnalysisRequest.FromString,
+                    response_serializer=ascension_dot_v1_dot_engine__pb2.SubmitAnalysisResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -442,6 +481,60 @@ class Engine:
             '/ascension.v1.Engine/ListCards',
             ascension_dot_v1_dot_engine__pb2.ListCardsRequest.SerializeToString,
             ascension_dot_v1_dot_engine__pb2.ListCardsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AnalyzePosition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ascension.v1.Engine/AnalyzePosition',
+            ascension_dot_v1_dot_engine__pb2.AnalyzePositionRequest.SerializeToString,
+            ascension_dot_v1_dot_engine__pb2.AnalyzePositionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitAnalysis(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ascension.v1.Engine/SubmitAnalysis',
+            ascension_dot_v1_dot_engine__pb2.SubmitAnalysisRequest.SerializeToString,
+            ascension_dot_v1_dot_engine__pb2.SubmitAnalysisResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -38,7 +38,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ascension/v1/engine.proto.
  */
 export const file_ascension_v1_engine: GenFile = /*@__PURE__*/
-  fileDesc("Chlhc2NlbnNpb24vdjEvZW5naW5lLnByb3RvEgxhc2NlbnNpb24udjEiYwoLQm90U2V0dGluZ3MSDAoEbmFtZRgBIAEoCRISCgppdGVyYXRpb25zGAIgASgFEg8KB3RpbWVfbXMYAyABKAUSDAoEc2VlZBgEIAEoBBITCgtleHBsb3JhdGlvbhgFIAEoASJtCgpTZWF0Q29uZmlnEikKBGtpbmQYASABKA4yGy5hc2NlbnNpb24udjEuU2VhdEluZm8uS2luZBIMCgRuYW1lGAIgASgJEiYKA2JvdBgDIAEoCzIZLmFzY2Vuc2lvbi52MS5Cb3RTZXR0aW5ncyJmChFDcmVhdGVHYW1lUmVxdWVzdBIMCgRzZXRzGAEgASgJEicKBXNlYXRzGAIgAygLMhguYXNjZW5zaW9uLnYxLlNlYXRDb25maWcSEQoEc2VlZBgDIAEoBEgAiAEBQgcKBV9zZWVkInUKEkNyZWF0ZUdhbWVSZXNwb25zZRIPCgdnYW1lX2lkGAEgASgJEhMKC3NlYXRfdG9rZW5zGAIgAygJEhMKC2FkbWluX3Rva2VuGAMgASgJEiQKBHZpZXcYBCABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXciMAoOR2V0R2FtZVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCSI5ChdMaXN0TGVnYWxBY3Rpb25zUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJIocBChhMaXN0TGVnYWxBY3Rpb25zUmVzcG9uc2USDwoHZ2FtZV9pZBgBIAEoCRIPCgd2ZXJzaW9uGAIgASgDEgwKBHNlYXQYAyABKAUSDwoHdG9fbW92ZRgEIAEoBRIqCgdhY3Rpb25zGAUgAygLMhkuYXNjZW5zaW9uLnYxLkxlZ2FsQWN0aW9uIsMBChNTdWJtaXRBY3Rpb25SZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSGAoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoAxIOCgZhY3Rpb24YBCABKA0SFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEi0KC3ZpZXdfZGV0YWlsGAYgASgOMhguYXNjZW5zaW9uLnYxLlZpZXdEZXRhaWwSGgoSZXhwZWN0ZWRfY29tbWl0X2lkGAcgASgJIngKFFN1Ym1pdEFjdGlvblJlc3BvbnNlEigKBnVwZGF0ZRgBIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAiABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSEAoIcmVwbGF5ZWQYAyABKAgiUwoQV2F0Y2hHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhUKDWFmdGVyX3ZlcnNpb24YAiABKAMSFwoPYWZ0ZXJfY29tbWl0X2lkGAMgASgJIk4KEExpc3RHYW1lc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSEwoLYWN0aXZlX29ubHkYAyABKAgixgEKC0dhbWVTdW1tYXJ5Eg8KB2dhbWVfaWQYASABKAkSDAoEc2V0cxgCIAEoCRIPCgdwbGF5ZXJzGAMgASgFEg8KB3ZlcnNpb24YBCABKAMSDwoHdG9fbW92ZRgFIAEoBRIMCgRvdmVyGAYgASgIEiUKBXNlYXRzGAcgAygLMhYuYXNjZW5zaW9uLnYxLlNlYXRJbmZvEhcKD2NyZWF0ZWRfdW5peF9tcxgIIAEoAxIXCg91cGRhdGVkX3VuaXhfbXMYCSABKAMiVgoRTGlzdEdhbWVzUmVzcG9uc2USKAoFZ2FtZXMYASADKAsyGS5hc2NlbnNpb24udjEuR2FtZVN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKEEdldFJlcGxheVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCSI7CgpSZXBsYXlTdGVwEg8KB3ZlcnNpb24YASABKAMSDAoEc2VhdBgCIAEoBRIOCgZhY3Rpb24YAyABKA0i+QEKBlJlcGxheRIPCgdnYW1lX2lkGAEgASgJEgwKBHNldHMYAiABKAkSDwoHcGxheWVycxgDIAEoBRIMCgRzZWVkGAQgASgEEicKBXN0ZXBzGAUgAygLMhguYXNjZW5zaW9uLnYxLlJlcGxheVN0ZXASGwoTY2F0YWxvZ19maW5nZXJwcmludBgGIAEoCRIPCgd2ZXJzaW9uGAcgASgDEiMKBnNjb3JlcxgIIAMoCzITLmFzY2Vuc2lvbi52MS5TY29yZRIOCgZ3aW5uZXIYCSABKAUSJQoFc2VhdHMYCiADKAsyFi5hc2NlbnNpb24udjEuU2VhdEluZm8iOQoRRGVsZXRlR2FtZVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRITCgthZG1pbl90b2tlbhgCIAEoCSIUChJEZWxldGVHYW1lUmVzcG9uc2UiEgoQTGlzdENhcmRzUmVxdWVzdCJTChFMaXN0Q2FyZHNSZXNwb25zZRIbChNjYXRhbG9nX2ZpbmdlcnByaW50GAEgASgJEiEKBWNhcmRzGAIgAygLMhIuYXNjZW5zaW9uLnYxLkNhcmQqQQoKVmlld0RldGFpbBIUChBWSUVXX0RFVEFJTF9GVUxMEAASHQoZVklFV19ERVRBSUxfTEVHQUxfQUNUSU9OUxABMs0FCgZFbmdpbmUSTwoKQ3JlYXRlR2FtZRIfLmFzY2Vuc2lvbi52MS5DcmVhdGVHYW1lUmVxdWVzdBogLmFzY2Vuc2lvbi52MS5DcmVhdGVHYW1lUmVzcG9uc2USPwoHR2V0R2FtZRIcLmFzY2Vuc2lvbi52MS5HZXRHYW1lUmVxdWVzdBoWLmFzY2Vuc2lvbi52MS5HYW1lVmlldxJhChBMaXN0TGVnYWxBY3Rpb25zEiUuYXNjZW5zaW9uLnYxLkxpc3RMZWdhbEFjdGlvbnNSZXF1ZXN0GiYuYXNjZW5zaW9uLnYxLkxpc3RMZWdhbEFjdGlvbnNSZXNwb25zZRJVCgxTdWJtaXRBY3Rpb24SIS5hc2NlbnNpb24udjEuU3VibWl0QWN0aW9uUmVxdWVzdBoiLmFzY2Vuc2lvbi52MS5TdWJtaXRBY3Rpb25SZXNwb25zZRJHCglXYXRjaEdhbWUSHi5hc2NlbnNpb24udjEuV2F0Y2hHYW1lUmVxdWVzdBoYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlMAESTAoJTGlzdEdhbWVzEh4uYXNjZW5zaW9uLnYxLkxpc3RHYW1lc1JlcXVlc3QaHy5hc2NlbnNpb24udjEuTGlzdEdhbWVzUmVzcG9uc2USQQoJR2V0UmVwbGF5Eh4uYXNjZW5zaW9uLnYxLkdldFJlcGxheVJlcXVlc3QaFC5hc2NlbnNpb24udjEuUmVwbGF5Ek8KCkRlbGV0ZUdhbWUSHy5hc2NlbnNpb24udjEuRGVsZXRlR2FtZVJlcXVlc3QaIC5hc2NlbnNpb24udjEuRGVsZXRlR2FtZVJlc3BvbnNlEkwKCUxpc3RDYXJkcxIeLmFzY2Vuc2lvbi52MS5MaXN0Q2FyZHNSZXF1ZXN0Gh8uYXNjZW5zaW9uLnYxLkxpc3RDYXJkc1Jlc3BvbnNlYgZwcm90bzM", [file_ascension_v1_game]);
+  fileDesc("Chlhc2NlbnNpb24vdjEvZW5naW5lLnByb3RvEgxhc2NlbnNpb24udjEiYwoLQm90U2V0dGluZ3MSDAoEbmFtZRgBIAEoCRISCgppdGVyYXRpb25zGAIgASgFEg8KB3RpbWVfbXMYAyABKAUSDAoEc2VlZBgEIAEoBBITCgtleHBsb3JhdGlvbhgFIAEoASJtCgpTZWF0Q29uZmlnEikKBGtpbmQYASABKA4yGy5hc2NlbnNpb24udjEuU2VhdEluZm8uS2luZBIMCgRuYW1lGAIgASgJEiYKA2JvdBgDIAEoCzIZLmFzY2Vuc2lvbi52MS5Cb3RTZXR0aW5ncyJmChFDcmVhdGVHYW1lUmVxdWVzdBIMCgRzZXRzGAEgASgJEicKBXNlYXRzGAIgAygLMhguYXNjZW5zaW9uLnYxLlNlYXRDb25maWcSEQoEc2VlZBgDIAEoBEgAiAEBQgcKBV9zZWVkInUKEkNyZWF0ZUdhbWVSZXNwb25zZRIPCgdnYW1lX2lkGAEgASgJEhMKC3NlYXRfdG9rZW5zGAIgAygJEhMKC2FkbWluX3Rva2VuGAMgASgJEiQKBHZpZXcYBCABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXciMAoOR2V0R2FtZVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCSI5ChdMaXN0TGVnYWxBY3Rpb25zUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJIocBChhMaXN0TGVnYWxBY3Rpb25zUmVzcG9uc2USDwoHZ2FtZV9pZBgBIAEoCRIPCgd2ZXJzaW9uGAIgASgDEgwKBHNlYXQYAyABKAUSDwoHdG9fbW92ZRgEIAEoBRIqCgdhY3Rpb25zGAUgAygLMhkuYXNjZW5zaW9uLnYxLkxlZ2FsQWN0aW9uIsMBChNTdWJtaXRBY3Rpb25SZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSGAoQZXhwZWN0ZWRfdmVyc2lvbhgDIAEoAxIOCgZhY3Rpb24YBCABKA0SFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEi0KC3ZpZXdfZGV0YWlsGAYgASgOMhguYXNjZW5zaW9uLnYxLlZpZXdEZXRhaWwSGgoSZXhwZWN0ZWRfY29tbWl0X2lkGAcgASgJIngKFFN1Ym1pdEFjdGlvblJlc3BvbnNlEigKBnVwZGF0ZRgBIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAiABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSEAoIcmVwbGF5ZWQYAyABKAgiUwoQV2F0Y2hHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhUKDWFmdGVyX3ZlcnNpb24YAiABKAMSFwoPYWZ0ZXJfY29tbWl0X2lkGAMgASgJIk4KEExpc3RHYW1lc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSEwoLYWN0aXZlX29ubHkYAyABKAgixgEKC0dhbWVTdW1tYXJ5Eg8KB2dhbWVfaWQYASABKAkSDAoEc2V0cxgCIAEoCRIPCgdwbGF5ZXJzGAMgASgFEg8KB3ZlcnNpb24YBCABKAMSDwoHdG9fbW92ZRgFIAEoBRIMCgRvdmVyGAYgASgIEiUKBXNlYXRzGAcgAygLMhYuYXNjZW5zaW9uLnYxLlNlYXRJbmZvEhcKD2NyZWF0ZWRfdW5peF9tcxgIIAEoAxIXCg91cGRhdGVkX3VuaXhfbXMYCSABKAMiVgoRTGlzdEdhbWVzUmVzcG9uc2USKAoFZ2FtZXMYASADKAsyGS5hc2NlbnNpb24udjEuR2FtZVN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKEEdldFJlcGxheVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCSI7CgpSZXBsYXlTdGVwEg8KB3ZlcnNpb24YASABKAMSDAoEc2VhdBgCIAEoBRIOCgZhY3Rpb24YAyABKA0i+QEKBlJlcGxheRIPCgdnYW1lX2lkGAEgASgJEgwKBHNldHMYAiABKAkSDwoHcGxheWVycxgDIAEoBRIMCgRzZWVkGAQgASgEEicKBXN0ZXBzGAUgAygLMhguYXNjZW5zaW9uLnYxLlJlcGxheVN0ZXASGwoTY2F0YWxvZ19maW5nZXJwcmludBgGIAEoCRIPCgd2ZXJzaW9uGAcgASgDEiMKBnNjb3JlcxgIIAMoCzITLmFzY2Vuc2lvbi52MS5TY29yZRIOCgZ3aW5uZXIYCSABKAUSJQoFc2VhdHMYCiADKAsyFi5hc2NlbnNpb24udjEuU2VhdEluZm8iOQoRRGVsZXRlR2FtZVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRITCgthZG1pbl90b2tlbhgCIAEoCSIUChJEZWxldGVHYW1lUmVzcG9uc2UiEgoQTGlzdENhcmRzUmVxdWVzdCJTChFMaXN0Q2FyZHNSZXNwb25zZRIbChNjYXRhbG9nX2ZpbmdlcnByaW50GAEgASgJEiEKBWNhcmRzGAIgAygLMhIuYXNjZW5zaW9uLnYxLkNhcmQiSwoWQW5hbHl6ZVBvc2l0aW9uUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJEhEKCWJ1ZGdldF9tcxgDIAEoBSJhChFBbmFseXNpc0NhbmRpZGF0ZRIOCgZhY3Rpb24YASABKA0SDgoGdmlzaXRzGAIgASgFEhcKD3dpbl9wcm9iYWJpbGl0eRgDIAEoARITCgtkZXNjcmlwdGlvbhgEIAEoCSKUAQoXQW5hbHl6ZVBvc2l0aW9uUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoAxIzCgpjYW5kaWRhdGVzGAIgAygLMh8uYXNjZW5zaW9uLnYxLkFuYWx5c2lzQ2FuZGlkYXRlEgwKBHNlYXQYAyABKAUSEQoJYnVkZ2V0X21zGAQgASgFEhIKCml0ZXJhdGlvbnMYBSABKAMipAEKFVN1Ym1pdEFuYWx5c2lzUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhMKC2FuYWx5c2lzX2lkGAIgASgJEg0KBXRva2VuGAMgASgJEjMKCmNhbmRpZGF0ZXMYBCADKAsyHy5hc2NlbnNpb24udjEuQW5hbHlzaXNDYW5kaWRhdGUSEgoKaXRlcmF0aW9ucxgFIAEoAxINCgVlcnJvchgGIAEoCSIYChZTdWJtaXRBbmFseXNpc1Jlc3BvbnNlKkEKClZpZXdEZXRhaWwSFAoQVklFV19ERVRBSUxfRlVMTBAAEh0KGVZJRVdfREVUQUlMX0xFR0FMX0FDVElPTlMQATKKBwoGRW5naW5lEk8KCkNyZWF0ZUdhbWUSHy5hc2NlbnNpb24udjEuQ3JlYXRlR2FtZVJlcXVlc3QaIC5hc2NlbnNpb24udjEuQ3JlYXRlR2FtZVJlc3BvbnNlEj8KB0dldEdhbWUSHC5hc2NlbnNpb24udjEuR2V0R2FtZVJlcXVlc3QaFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSYQoQTGlzdExlZ2FsQWN0aW9ucxIlLmFzY2Vuc2lvbi52MS5MaXN0TGVnYWxBY3Rpb25zUmVxdWVzdBomLmFzY2Vuc2lvbi52MS5MaXN0TGVnYWxBY3Rpb25zUmVzcG9uc2USVQoMU3VibWl0QWN0aW9uEiEuYXNjZW5zaW9uLnYxLlN1Ym1pdEFjdGlvblJlcXVlc3QaIi5hc2NlbnNpb24udjEuU3VibWl0QWN0aW9uUmVzcG9uc2USRwoJV2F0Y2hHYW1lEh4uYXNjZW5zaW9uLnYxLldhdGNoR2FtZVJlcXVlc3QaGC5hc2NlbnNpb24udjEuR2FtZVVwZGF0ZTABEkwKCUxpc3RHYW1lcxIeLmFzY2Vuc2lvbi52MS5MaXN0R2FtZXNSZXF1ZXN0Gh8uYXNjZW5zaW9uLnYxLkxpc3RHYW1lc1Jlc3BvbnNlEkEKCUdldFJlcGxheRIeLmFzY2Vuc2lvbi52MS5HZXRSZXBsYXlSZXF1ZXN0GhQuYXNjZW5zaW9uLnYxLlJlcGxheRJPCgpEZWxldGVHYW1lEh8uYXNjZW5zaW9uLnYxLkRlbGV0ZUdhbWVSZXF1ZXN0GiAuYXNjZW5zaW9uLnYxLkRlbGV0ZUdhbWVSZXNwb25zZRJMCglMaXN0Q2FyZHMSHi5hc2NlbnNpb24udjEuTGlzdENhcmRzUmVxdWVzdBofLmFzY2Vuc2lvbi52MS5MaXN0Q2FyZHNSZXNwb25zZRJeCg9BbmFseXplUG9zaXRpb24SJC5hc2NlbnNpb24udjEuQW5hbHl6ZVBvc2l0aW9uUmVxdWVzdBolLmFzY2Vuc2lvbi52MS5BbmFseXplUG9zaXRpb25SZXNwb25zZRJbCg5TdWJtaXRBbmFseXNpcxIjLmFzY2Vuc2lvbi52MS5TdWJtaXRBbmFseXNpc1JlcXVlc3QaJC5hc2NlbnNpb24udjEuU3VibWl0QW5hbHlzaXNSZXNwb25zZWIGcHJvdG8z", [file_ascension_v1_game]);
 
 /**
  * Settings of the bot playing an AI seat.
@@ -699,6 +699,191 @@ export const ListCardsResponseSchema: GenMessage<ListCardsResponse> = /*@__PURE_
   messageDesc(file_ascension_v1_engine, 19);
 
 /**
+ * @generated from message ascension.v1.AnalyzePositionRequest
+ */
+export type AnalyzePositionRequest = Message<"ascension.v1.AnalyzePositionRequest"> & {
+  /**
+   * @generated from field: string game_id = 1;
+   */
+  gameId: string;
+
+  /**
+   * the seat's token (required); the seat must be the one to move
+   *
+   * @generated from field: string token = 2;
+   */
+  token: string;
+
+  /**
+   * search time; 0 or above the server's cap
+   *
+   * @generated from field: int32 budget_ms = 3;
+   */
+  budgetMs: number;
+};
+
+/**
+ * Describes the message ascension.v1.AnalyzePositionRequest.
+ * Use `create(AnalyzePositionRequestSchema)` to create a new message.
+ */
+export const AnalyzePositionRequestSchema: GenMessage<AnalyzePositionRequest> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 20);
+
+/**
+ * One legal action as the search rates it.
+ *
+ * @generated from message ascension.v1.AnalysisCandidate
+ */
+export type AnalysisCandidate = Message<"ascension.v1.AnalysisCandidate"> & {
+  /**
+   * a LegalAction.id of the seat at the analysed version
+   *
+   * @generated from field: uint32 action = 1;
+   */
+  action: number;
+
+  /**
+   * how many search iterations tried it first
+   *
+   * @generated from field: int32 visits = 2;
+   */
+  visits: number;
+
+  /**
+   * 0..1: the seat's estimated chance to win after playing it
+   *
+   * @generated from field: double win_probability = 3;
+   */
+  winProbability: number;
+
+  /**
+   * as in LegalAction.description
+   *
+   * @generated from field: string description = 4;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message ascension.v1.AnalysisCandidate.
+ * Use `create(AnalysisCandidateSchema)` to create a new message.
+ */
+export const AnalysisCandidateSchema: GenMessage<AnalysisCandidate> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 21);
+
+/**
+ * @generated from message ascension.v1.AnalyzePositionResponse
+ */
+export type AnalyzePositionResponse = Message<"ascension.v1.AnalyzePositionResponse"> & {
+  /**
+   * the version analysed (the game may have moved on)
+   *
+   * @generated from field: int64 version = 1;
+   */
+  version: bigint;
+
+  /**
+   * every legal action, best first
+   *
+   * @generated from field: repeated ascension.v1.AnalysisCandidate candidates = 2;
+   */
+  candidates: AnalysisCandidate[];
+
+  /**
+   * the seat analysed (the token's)
+   *
+   * @generated from field: int32 seat = 3;
+   */
+  seat: number;
+
+  /**
+   * the search time granted (after the cap)
+   *
+   * @generated from field: int32 budget_ms = 4;
+   */
+  budgetMs: number;
+
+  /**
+   * search iterations run
+   *
+   * @generated from field: int64 iterations = 5;
+   */
+  iterations: bigint;
+};
+
+/**
+ * Describes the message ascension.v1.AnalyzePositionResponse.
+ * Use `create(AnalyzePositionResponseSchema)` to create a new message.
+ */
+export const AnalyzePositionResponseSchema: GenMessage<AnalyzePositionResponse> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 22);
+
+/**
+ * @generated from message ascension.v1.SubmitAnalysisRequest
+ */
+export type SubmitAnalysisRequest = Message<"ascension.v1.SubmitAnalysisRequest"> & {
+  /**
+   * @generated from field: string game_id = 1;
+   */
+  gameId: string;
+
+  /**
+   * from the dispatched analysis
+   *
+   * @generated from field: string analysis_id = 2;
+   */
+  analysisId: string;
+
+  /**
+   * the analysis credential that came with it
+   *
+   * @generated from field: string token = 3;
+   */
+  token: string;
+
+  /**
+   * action, visits, win_probability (description
+   *
+   * @generated from field: repeated ascension.v1.AnalysisCandidate candidates = 4;
+   */
+  candidates: AnalysisCandidate[];
+
+  /**
+   * is filled in by the engine)
+   *
+   * @generated from field: int64 iterations = 5;
+   */
+  iterations: bigint;
+
+  /**
+   * set when the worker could not analyse (then no candidates)
+   *
+   * @generated from field: string error = 6;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message ascension.v1.SubmitAnalysisRequest.
+ * Use `create(SubmitAnalysisRequestSchema)` to create a new message.
+ */
+export const SubmitAnalysisRequestSchema: GenMessage<SubmitAnalysisRequest> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 23);
+
+/**
+ * @generated from message ascension.v1.SubmitAnalysisResponse
+ */
+export type SubmitAnalysisResponse = Message<"ascension.v1.SubmitAnalysisResponse"> & {
+};
+
+/**
+ * Describes the message ascension.v1.SubmitAnalysisResponse.
+ * Use `create(SubmitAnalysisResponseSchema)` to create a new message.
+ */
+export const SubmitAnalysisResponseSchema: GenMessage<SubmitAnalysisResponse> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 24);
+
+/**
  * How much of the acting seat's view SubmitAction answers with.
  *
  * @generated from enum ascension.v1.ViewDetail
@@ -819,6 +1004,31 @@ export const Engine: GenService<{
     methodKind: "unary";
     input: typeof ListCardsRequestSchema;
     output: typeof ListCardsResponseSchema;
+  },
+  /**
+   * Hints for the token's seat when it is to move: its legal actions rated by one search of
+   * what that seat may know (the AI workers run it within budget_ms, which the server caps).
+   * Limited per seat: RESOURCE_EXHAUSTED (ANALYSIS_IN_PROGRESS, RATE_LIMITED, ANALYSIS_CAPACITY);
+   * DEADLINE_EXCEEDED (ANALYSIS_TIMEOUT) or UNAVAILABLE (ANALYSIS_UNAVAILABLE) when no worker
+   * answered in time; FAILED_PRECONDITION (ANALYSIS_DISABLED) on a server without hints.
+   *
+   * @generated from rpc ascension.v1.Engine.AnalyzePosition
+   */
+  analyzePosition: {
+    methodKind: "unary";
+    input: typeof AnalyzePositionRequestSchema;
+    output: typeof AnalyzePositionResponseSchema;
+  },
+  /**
+   * For the AI workers only: the result of an analysis the engine dispatched, with the
+   * credential that came with it (players never call this).
+   *
+   * @generated from rpc ascension.v1.Engine.SubmitAnalysis
+   */
+  submitAnalysis: {
+    methodKind: "unary";
+    input: typeof SubmitAnalysisRequestSchema;
+    output: typeof SubmitAnalysisResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ascension_v1_engine, 0);

@@ -1,0 +1,62 @@
+"""Hints for a seat (``AnalyzePosition``): one ISMCTS search on that seat's view, every legal
+action with the visits it got and the seat's win probability after it, best first.
+
+The engine sends the seat's rules view (``rules.View``: its own hand, the public board, every
+hidden zone only as a multiset) and its legal actions; nothing else is read, so two positions
+the seat cannot tell apart get the same analysis for the same seed and iteration count.
+:func:`analyse_payload` is what the engine's local process pool runs (its return value is
+the answer); the Celery task ``ascension.analyze_position`` (``ai_workers/analysis_task.py``)
+runs it on a worker and hands the answer back with ``SubmitAnalysis``.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from typing import Any
+
+from ai_workers.bots.ismcts import analyse
+from ai_workers.bots.settings import BotSettings
+from engine_service import rules
+
+log = logging.getLogger("ascension.worker.analysis")
+BOT = "ismcts"
+
+
+def analyse_view(
+    view: rules.View, legal: list[int], budget_ms: int, iterations: int = 0, seed: int = 0
+) -> dict[str, Any]:
+    """``{"candidates": [[action, visits, win_probability], ...], "iterations", "seconds"}``,
+    best first."""
+    settings = BotSettings(name=BOT, iterations=iterations, time_ms=budget_ms, seed=seed)
+    start = time.perf_counter()
+    cands = analyse(view, list(legal), settings)
+    return {
+        "candidates": [[c.action, c.visits, c.win_probability] for c in cands],
+        # every iteration starts with one of the seat's root actions
+        "iterations": sum(c.visits for c in cands),
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def analyse_payload(
+    view: str,
+    legal: list[int],
+    budget_ms: int,
+    iterations: int = 0,
+    seed: int = 0,
+    expires_at: float = 0.0,
+    **_: Any,
+) -> dict[str, Any]:
+    """The analysis a payload asks for (``view`` is the seat's rules view, base64). An
+    expired request (the engine stopped waiting) is answered with an error, unsearched."""
+    if expires_at and time.time() > expires_at:
+        return {"candidates": [], "iterations": 0, "error": "expired before it started"}
+    return analyse_view(
+        rules.View.deserialize(base64.b64decode(view)),
+        [int(a) for a in legal],
+        int(budget_ms),
+        int(iterations),
+        int(seed),
+    )
