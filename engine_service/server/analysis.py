@@ -144,8 +144,6 @@ class Analyses:
                 "(one at a time per seat)",
                 seat=seat,
             )
-        if self._rate is not None:
-            self._rate.take(f"game {req.game_id} seat {seat}")
         limit = self.settings.max_in_flight
         if limit and len(self._running) >= limit:
             raise refused(
@@ -156,6 +154,8 @@ class Analyses:
                 limit="ENGINE_ANALYSIS_MAX_IN_FLIGHT",
                 cap=limit,
             )
+        if self._rate is not None:  # last: a call refused above does not count
+            self._rate.take(f"game {req.game_id} seat {seat}")
         budget = min(req.budget_ms or cap, cap)
         legal = rules.legal_actions(state)
         self._running.add(seat_key)
