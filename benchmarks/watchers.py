@@ -54,7 +54,7 @@ def pct(xs: list[float], q: float) -> float:
 def watchers_main(address: str, idle: list[str], active: list[tuple[str, int]], channels: int,
                   ready: Any, stop: Any, results: Any) -> None:  # fmt: skip
     async def run() -> None:
-        chans = [grpc.aio.insecure_channel(address, options=[("grpc.max_concurrent_streams", 1 << 20)])
+        chans = [grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
                  for _ in range(channels)]  # fmt: skip
         stubs: list[Any] = [rpc.EngineStub(c) for c in chans]
         delays: list[float] = []
@@ -153,7 +153,8 @@ def main() -> int:
     ap.add_argument("--idle", type=int, default=10_000, help="idle watchers (one per quiet game)")
     ap.add_argument("--active", type=int, default=300, help="watchers of the played games")
     ap.add_argument("--active-games", type=int, default=20)
-    ap.add_argument("--channels", type=int, default=50, help="client connections the watchers use")
+    ap.add_argument("--channels", type=int, default=200,
+                    help="client connections the watchers use (gRPC servers allow 100 streams per connection)")
     ap.add_argument("--seconds", type=float, default=20.0, help="measured seconds per phase")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args()

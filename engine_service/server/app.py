@@ -40,6 +40,10 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
         ("grpc.keepalive_permit_without_calls", 1),
+        # gRPC cancels calls arriving while more than this many wait to be started (its default
+        # is 1,000): a crowd of watchers joining at once (a popular game) would be refused.
+        ("grpc.server.max_pending_requests", settings.max_pending_calls),
+        ("grpc.server.max_pending_requests_hard_limit", 2 * settings.max_pending_calls),
         # Several server processes share the port (ENGINE_PROCESSES); one process alone keeps
         # the port to itself, so a second engine started by mistake fails to bind it.
         ("grpc.so_reuseport", 1 if settings.processes > 1 else 0),

@@ -163,6 +163,13 @@ OPTIONS: tuple[Option, ...] = (
         "WatchGame streams one client address may hold open on a replica",
     ),
     Option(
+        "ENGINE_MAX_PENDING_CALLS",
+        "max_pending_calls",
+        int,
+        20000,
+        "calls arrived and not yet started; past it gRPC cancels new ones",
+    ),
+    Option(
         "ENGINE_LOCAL_AI_TARGET",
         "local_ai_target",
         str,
@@ -240,6 +247,7 @@ class Settings:
     stream_maxlen: int = 8
     watch_max_streams: int = 20000
     watch_max_streams_per_peer: int = 1000
+    max_pending_calls: int = 20000
     local_ai_target: str = "ai_workers.runner:play_move"
     local_ai_processes: int = 1
     ai_sweep_seconds: float = 30.0
@@ -356,6 +364,7 @@ class Settings:
             ("ENGINE_IDLE_GAME_TTL_SECONDS", self.idle_game_ttl_seconds),
             ("ENGINE_WATCH_MAX_STREAMS", self.watch_max_streams),
             ("ENGINE_WATCH_MAX_STREAMS_PER_PEER", self.watch_max_streams_per_peer),
+            ("ENGINE_MAX_PENDING_CALLS", self.max_pending_calls),
             ("ENGINE_REDIS_WAIT_TIMEOUT_MS", self.redis_wait_timeout_ms),
             ("ENGINE_MAX_MESSAGE_BYTES", self.max_message_bytes),
             ("ENGINE_STREAM_MAXLEN", self.stream_maxlen),

@@ -362,7 +362,7 @@ class WatchHub:
     async def stop(self) -> None:
         """End every stream (UNAVAILABLE, with the version to resume after)."""
         self._stopping = True
-        for group, feeds in enumerate(self._feeds):
+        for feeds in self._feeds:
             for feed in list(feeds.values()):
                 for w in feed.watchers:
                     self._put(
@@ -379,7 +379,6 @@ class WatchHub:
                         force=True,
                     )
                 feeds.pop(feed.game_id, None)
-            del group
         readers = list(self._readers.values())
         for t in readers:
             t.cancel()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -107,7 +108,10 @@ def test_a_snapshot_rollback_is_detected_and_never_built_upon(tmp_path: Path) ->
         seen_a = stub_a.GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT)
         assert (seen_a.version, seen_a.commit_id) == (20, b_view.commit_id)
         assert metric(a, "ascension_store_rollbacks_detected_total") >= 1
-        assert "the store lost versions" in a.log()
+        deadline = time.monotonic() + 10  # the log is read from the engine's output by a thread
+        while "the store lost versions" not in a.log():
+            assert time.monotonic() < deadline, a.log()
+            time.sleep(0.05)
 
         # A caller who decided on the lost version 20 is refused, naming it ...
         seat = seen_a.to_move
