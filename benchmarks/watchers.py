@@ -81,9 +81,9 @@ def watchers_main(address: str, idle: list[str], active: list[tuple[str, int]], 
                     elif record:
                         counts["updates"] += 1
                         delays.append(time.time() - u.time_unix_ms / 1000)
-            except grpc.aio.AioRpcError as e:
-                if e.code() != grpc.StatusCode.CANCELLED:
-                    counted("failed")
+            except grpc.aio.AioRpcError:
+                if not stop.is_set():
+                    counted("failed")  # CANCELLED included: gRPC refuses calls it cannot start
 
         tasks = [asyncio.ensure_future(watch(i, g, 0, False)) for i, g in enumerate(idle)]
         tasks += [asyncio.ensure_future(watch(len(idle) + i, g, v, True)) for i, (g, v) in enumerate(active)]
