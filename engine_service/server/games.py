@@ -19,7 +19,7 @@ from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules import actions as A
-from engine_service.server import convert, errors, tokens, validate
+from engine_service.server import convert, errors, history, tokens, validate
 from engine_service.server.dispatch import Dispatcher
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
@@ -154,7 +154,7 @@ class Games:
             created_ms=now_ms,
         )
         commit_id = new_commit_id()
-        first = convert.update(game_id, 1, -1, 0, "Game created", state, [])
+        first = history.created(game_id, state)
         first.commit_id = commit_id
         to_move = state.to_move()
         payload = self._ai_payload(game_id, meta, to_move, 1, now) if meta.is_ai(to_move) else None
@@ -318,13 +318,11 @@ class Games:
         result if the game is still at the record's version and commit id."""
         game_id, key, action = req.game_id, req.idempotency_key, req.action
         fingerprint = self._fingerprint(seat, req)
-        description = rules.describe_action(s, action)
-        evs = rules.apply_unchecked(s, action)
         version = rec.version + 1
         commit_id = new_commit_id()
         resp = epb.SubmitActionResponse()  # filled in place: its fields are not copied
         upd = resp.update
-        convert.fill_update(upd, game_id, version, seat, action, description, s, evs)
+        history.played(upd, game_id, version, seat, action, s)
         upd.commit_id = commit_id
         upd.parent_commit_id = rec.commit_id
         now = time.time()

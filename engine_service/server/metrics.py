@@ -152,6 +152,12 @@ class Metrics:
         )
         for limit in ("per_replica", "per_peer"):
             self.watch_refused.labels(limit)
+        self.watch_rebuilt = Counter(
+            "ascension_watch_rebuilt_updates",
+            "updates sent to watchers from a history rebuilt from the game's replay log (older "
+            "than the store's window: a late spectator, or a stream that fell behind)",
+            registry=r,
+        )
 
         # Children by label values: ``labels()`` costs a lock and a tuple build on every call.
         self._store_children: dict[str, Any] = {}

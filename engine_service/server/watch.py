@@ -5,7 +5,9 @@ reader task per store group (a Redis Cluster slot's worth of games; see ``Store.
 reads the news of all that group's watched games in one blocking call, checks that each new
 update follows the last one (its parent commit id), and puts it in the queue of every watcher
 of the game. Watchers never own a store connection. A watcher joining late catches up from the
-game's window first.
+game's window first or, when the window no longer reaches back that far, from the game's
+history rebuilt from its replay log (``history.py``); a stream that falls behind its feed (a
+slow caller) catches up the same way. Every version is sent, in order, once.
 
 History checks: a watcher may name the commit id of the last update it has; the store must
 still hold it. The readers check, after any store error and every ``verify_seconds``, that
@@ -27,6 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from engine_service.server.errors import Code, ServiceError, not_found
+from engine_service.server.history import History
 from engine_service.server.limits import LogLimiter, peer_key
 from engine_service.server.metrics import Metrics
 from engine_service.store import Store, StoredUpdate, StoreError
@@ -49,6 +52,10 @@ class _End:
 
     def __init__(self, error: ServiceError | None) -> None:
         self.error = error
+
+
+# Put in a watcher's queue instead of what it could not take: it catches up from the store.
+_BEHIND = _End(None)
 
 
 @dataclass(eq=False, slots=True)
@@ -88,6 +95,7 @@ class WatchHub:
         self._streams = 0
         self._per_peer: collections.Counter[str] = collections.Counter()
         self._stopping = False
+        self.history = History(store)
 
     # ---- streams -----------------------------------------------------------------------
 
@@ -157,49 +165,67 @@ class WatchHub:
             raise self._lost(game_id, last, rec.version, observed=False)
         if rec.over and last >= rec.version:
             return
-        # Catch up from the store's window, then follow the game's feed.
+        head = rec.version  # a version the store holds (or held: it may be trimmed since)
+        rebuilds = 0
+        # Catch up (from the store's window, or a history rebuilt from the game's log when the
+        # window no longer reaches back that far), then follow the game's feed; a stream that
+        # falls behind the feed catches up again the same way.
         while True:
             async with self._joining:
                 backlog = (await self.store.read_updates({game_id: last}, 0)).get(game_id, [])
-            if backlog and backlog[0].version > last + 1:
-                raise ServiceError(
-                    Code.OUT_OF_RANGE,
-                    f"updates before version {backlog[0].version} are no longer kept; GetGame "
-                    f"has the current state: watch from after_version={backlog[-1].version}",
-                    reason="HISTORY_TRIMMED",
-                    metadata={"first_version": str(backlog[0].version)},
-                )
-            if backlog and last_id and backlog[0].parent_id != last_id:
+            if (backlog and backlog[0].version > last + 1) or (not backlog and last < head):
+                rebuilds += 1
+                async with self._joining:
+                    rebuilt = await self.history.since(game_id, last) if rebuilds <= 3 else None
+                if not rebuilt:
+                    raise self._trimmed(game_id, last, backlog)
+                self.metrics.watch_rebuilt.inc(len(rebuilt))
+                backlog = rebuilt
+            elif backlog and last_id and backlog[0].parent_id and backlog[0].parent_id != last_id:
                 raise self._lost(game_id, last, backlog[0].version - 1, observed=False)
-            if rec.over and not backlog:  # a finished game's window is kept a while only
-                raise ServiceError(
-                    Code.OUT_OF_RANGE,
-                    f"game {game_id} is over and its updates are no longer kept; GetGame has "
-                    "its final state",
-                    reason="HISTORY_TRIMMED",
-                    metadata={"first_version": str(rec.version + 1)},
-                )
             for u in backlog:
                 yield u
                 last, last_id = u.version, u.commit_id
                 if u.over:
                     return
             watcher = self._join(game_id, last, last_id)
-            if watcher is not None:
-                break
-        try:
-            while True:
-                # A caller that goes away cancels this task (gRPC does): no polling needed.
-                item = await watcher.queue.get()
-                if isinstance(item, _End):
-                    if item.error is not None:
-                        raise item.error
-                    return
-                yield item
-                if item.over or not active():
-                    return
-        finally:
-            self._part(game_id, watcher)
+            if watcher is None:
+                continue
+            rebuilds = 0
+            try:
+                while True:
+                    # A caller that goes away cancels this task (gRPC does): no polling needed.
+                    item = await watcher.queue.get()
+                    if item is _BEHIND:  # the feed went on beyond what this stream has sent
+                        head = max(head, last + 1)
+                        break
+                    if isinstance(item, _End):
+                        if item.error is not None:
+                            raise item.error
+                        return
+                    yield item
+                    last, last_id = item.version, item.commit_id
+                    if item.over or not active():
+                        return
+            finally:
+                self._part(game_id, watcher)
+
+    def _trimmed(self, game_id: str, last: int, backlog: list[StoredUpdate]) -> ServiceError:
+        if backlog:
+            return ServiceError(
+                Code.OUT_OF_RANGE,
+                f"updates before version {backlog[0].version} are no longer kept; GetGame "
+                f"has the current state: watch from after_version={backlog[-1].version}",
+                reason="HISTORY_TRIMMED",
+                metadata={"first_version": str(backlog[0].version)},
+            )
+        return ServiceError(
+            Code.OUT_OF_RANGE,
+            f"game {game_id} is over and its updates are no longer kept; GetGame has "
+            "its final state",
+            reason="HISTORY_TRIMMED",
+            metadata={"first_version": str(last + 1)},
+        )
 
     def _lost(self, game_id: str, seen: int, holds: int, *, observed: bool = True) -> ServiceError:
         """DATA_LOSS for watchers who have seen version ``seen``. ``observed``: this replica
@@ -269,34 +295,21 @@ class WatchHub:
         try:
             w.queue.put_nowait(item)
         except asyncio.QueueFull:
-            # Too slow a reader: it has everything up to w.last and may resume from there.
+            # Too slow a reader: its stream catches up from the store (see _watch) after what
+            # it has sent, and takes nothing more from this feed.
             while w.queue.full():
                 w.queue.get_nowait()
-            w.queue.put_nowait(
-                _End(
-                    ServiceError(
-                        Code.OUT_OF_RANGE,
-                        f"this stream fell more than {self.limits.queue} updates behind; watch "
-                        f"again with after_version={w.last}",
-                        reason="HISTORY_TRIMMED",
-                        metadata={"after_version": str(w.last)},
-                    )
-                )
-            )
-            w.last = 1 << 62  # nothing more for it
+            w.queue.put_nowait(_BEHIND)
+            w.last = 1 << 62
 
     def _deliver(self, group: int, feed: _Feed, ups: list[StoredUpdate]) -> None:
-        # A gap first: the next update's parent is then not the cursor's commit either, but
-        # the history is only trimmed (a watcher that fell behind the window), not lost.
+        # A gap first (this reader fell behind the window): the next update's parent is then
+        # not the cursor's commit either, but the history is only trimmed, not lost; each
+        # stream catches up from the store by itself.
         if ups[0].version > feed.cursor + 1:
-            error = ServiceError(
-                Code.OUT_OF_RANGE,
-                f"updates {feed.cursor + 1}..{ups[0].version - 1} were trimmed before they "
-                "could be sent; GetGame has the current state",
-                reason="HISTORY_TRIMMED",
-                metadata={"first_version": str(ups[0].version)},
-            )
-            self._end_feed(group, feed, error)
+            for w in feed.watchers:
+                self._put(w, _BEHIND, force=True)
+            self._feeds[group].pop(feed.game_id, None)
             return
         if feed.cursor_id and ups[0].parent_id and ups[0].parent_id != feed.cursor_id:
             self._end_feed(group, feed, self._lost(feed.game_id, feed.cursor, ups[0].version - 1))

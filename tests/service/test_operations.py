@@ -71,20 +71,18 @@ def test_bad_configuration_is_refused() -> None:
     assert out.returncode == 0 and "--redis-url" in out.stdout and "--ai-stall-seconds" in out.stdout
 
 
-def test_trimmed_updates_are_out_of_range() -> None:
+def test_updates_older_than_the_window_are_rebuilt() -> None:
     e = support.start_engine(ENGINE_STREAM_MAXLEN="5")
     try:
         stub = e.stub()
         game = support.create(stub)
-        final, _ = support.play_to_end(stub, game, max_actions=10)
-        err = None
-        try:
-            list(stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT))
-        except grpc.RpcError as x:
-            err = x
-        assert err is not None and err.code().name == "OUT_OF_RANGE" and "after_version" in err.details()
+        final, responses = support.play_to_end(stub, game, max_actions=10)
+        every = support.Watcher(stub, game.game_id).until(final.version)  # the game goes on
+        assert [u.version for u in every] == list(range(1, final.version + 1))
+        assert [(u.seat, u.action) for u in every[1:]] == [(r.update.seat, r.update.action) for r in responses]
         tail = support.Watcher(stub, game.game_id, after_version=final.version - 5).until(final.version)
         assert [u.version for u in tail] == list(range(final.version - 4, final.version + 1))
+        assert [u.commit_id for u in tail] == [r.update.commit_id for r in responses[-5:]]
     finally:
         e.stop()
 

@@ -1,0 +1,128 @@
+"""A game's updates, made once when each version is committed and again, for a watcher, when
+the store's window no longer holds them.
+
+The store keeps a short window of recent updates per game (ENGINE_STREAM_MAXLEN) and, for the
+whole game, what a replay needs: the seed, the log of (seat, action) and the state. A watcher
+that asks for older versions (a spectator arriving late, a stream that fell behind a fast
+game) gets them rebuilt by replaying the log from the seed with the code that made them the
+first time (``created`` and ``played``). A rebuilt history is given only if the replay ends on
+the stored state, byte for byte: a game written under another card catalog, or a log that
+changed under the replay (a store rollback), has no history to give.
+
+Rebuilt updates are the spectator's updates as first sent, except that they carry no time
+(``time_unix_ms`` 0) and no commit ids, but for the last one (the stored version's, so that
+the window's next update checks against it).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+from engine_service import rules
+from engine_service.api.ascension.v1 import game_pb2 as pb
+from engine_service.server import convert
+from engine_service.server.meta import GameMeta
+from engine_service.store import GameRecord, Store, StoredUpdate
+
+log = logging.getLogger("ascension.engine.history")
+
+
+def created(game_id: str, s: rules.State) -> pb.GameUpdate:
+    """Version 1's update: the game as dealt."""
+    return convert.update(game_id, 1, -1, 0, "Game created", s, [])
+
+
+def played(
+    u: pb.GameUpdate, game_id: str, version: int, seat: int, action: int, s: rules.State
+) -> None:
+    """Play ``action`` (legal: checked by the caller) on ``s`` and fill the empty update ``u``
+    with what ``version`` did."""
+    description = rules.describe_action(s, action)
+    evs = rules.apply_unchecked(s, action)
+    convert.fill_update(u, game_id, version, seat, action, description, s, evs)
+
+
+class _Replay:
+    """A game replayed up to some version: kept so that the next watcher of the same game
+    (or the same watcher, later) goes on from there instead of from the seed."""
+
+    __slots__ = ("entries", "state", "updates")
+
+    def __init__(self, state: rules.State, first: bytes) -> None:
+        self.entries: list[tuple[int, int]] = []  # the log entries replayed
+        self.state = state  # after them
+        self.updates: list[bytes] = [first]  # updates[i] is version i + 1's
+
+
+class History:
+    """Rebuilds the updates of any version a game's replay log reaches."""
+
+    def __init__(self, store: Store, games: int = 32) -> None:
+        self.store = store
+        self._replays: collections.OrderedDict[str, _Replay] = collections.OrderedDict()
+        self._size = games
+
+    async def since(self, game_id: str, after: int) -> list[StoredUpdate] | None:
+        """The updates after version ``after`` up to the game's stored version, rebuilt; None
+        if the game is gone or its log does not replay to its stored state."""
+        rec = await self.store.load(game_id)
+        if rec is None or after >= rec.version:
+            return None
+        entries = await self.store.action_log(game_id)
+        if len(entries) < rec.version - 1:
+            return None  # the log is behind the record: it changed under us (a rollback)
+        replay = self._replayed(rec, entries[: rec.version - 1])
+        if replay is None:
+            return None
+        out = [
+            StoredUpdate(version=v, commit_id="", parent_id="", update=replay.updates[v - 1])
+            for v in range(after + 1, rec.version + 1)
+        ]
+        last = pb.GameUpdate.FromString(out[-1].update)
+        last.commit_id = rec.commit_id
+        out[-1] = StoredUpdate(
+            version=rec.version,
+            commit_id=rec.commit_id,
+            parent_id="",
+            update=last.SerializeToString(),
+            over=rec.over,
+        )
+        return out
+
+    def _replayed(self, rec: GameRecord, entries: list[tuple[int, int]]) -> _Replay | None:
+        game_id = rec.game_id
+        replay = self._replays.pop(game_id, None)
+        if replay is not None and entries[: len(replay.entries)] != replay.entries:
+            replay = None  # another history than the one replayed before: start again
+        try:
+            if replay is None:
+                meta = GameMeta.decode(rec.meta)
+                s = rules.new_game(
+                    rules.GameConfig(sets=meta.sets, players=meta.players, seed=meta.seed)
+                )
+                replay = _Replay(s, _untimed(created(game_id, s)))
+            s = replay.state
+            for seat, action in entries[len(replay.entries) :]:
+                version = len(replay.updates) + 1
+                u = pb.GameUpdate()
+                played(u, game_id, version, seat, action, s)
+                u.time_unix_ms = 0
+                replay.updates.append(u.SerializeToString())
+                replay.entries.append((seat, action))
+            same = rules.serialize(s) == rules.serialize(rules.deserialize(rec.state))
+        except (rules.RulesError, ValueError, KeyError, IndexError) as e:
+            log.warning("game %s: its log does not replay (%s): no history to rebuild", game_id, e)
+            return None
+        if not same:
+            log.warning("game %s: its log does not replay to its stored state", game_id)
+            return None
+        self._replays[game_id] = replay
+        while len(self._replays) > self._size:
+            self._replays.popitem(last=False)
+        return replay
+
+
+def _untimed(u: pb.GameUpdate) -> bytes:
+    u.time_unix_ms = 0
+    return u.SerializeToString()
