@@ -186,7 +186,9 @@ async def serve(
         store,
         metrics,
         WatchLimits(
-            per_replica=settings.watch_max_streams, per_peer=settings.watch_max_streams_per_peer
+            per_replica=settings.watch_max_streams,
+            per_peer=settings.watch_max_streams_per_peer,
+            rebuilds_per_minute=settings.watch_rebuilds_per_minute,
         ),
     )
     games = Games(store, dispatcher, metrics, advertise, hub, ai_credentials)

@@ -163,6 +163,14 @@ OPTIONS: tuple[Option, ...] = (
         "WatchGame streams one client address may hold open on a replica",
     ),
     Option(
+        "ENGINE_WATCH_REBUILDS_PER_MINUTE",
+        "watch_rebuilds_per_minute",
+        int,
+        60,
+        "WatchGame histories older than the store's window rebuilt per minute for one client "
+        "address (0 = no limit)",
+    ),
+    Option(
         "ENGINE_MAX_PENDING_CALLS",
         "max_pending_calls",
         int,
@@ -247,6 +255,7 @@ class Settings:
     stream_maxlen: int = 8
     watch_max_streams: int = 20000
     watch_max_streams_per_peer: int = 1000
+    watch_rebuilds_per_minute: int = 60
     max_pending_calls: int = 20000
     local_ai_target: str = "ai_workers.runner:play_move"
     local_ai_processes: int = 1
@@ -364,6 +373,7 @@ class Settings:
             ("ENGINE_IDLE_GAME_TTL_SECONDS", self.idle_game_ttl_seconds),
             ("ENGINE_WATCH_MAX_STREAMS", self.watch_max_streams),
             ("ENGINE_WATCH_MAX_STREAMS_PER_PEER", self.watch_max_streams_per_peer),
+            ("ENGINE_WATCH_REBUILDS_PER_MINUTE", self.watch_rebuilds_per_minute),
             ("ENGINE_MAX_PENDING_CALLS", self.max_pending_calls),
             ("ENGINE_REDIS_WAIT_TIMEOUT_MS", self.redis_wait_timeout_ms),
             ("ENGINE_MAX_MESSAGE_BYTES", self.max_message_bytes),

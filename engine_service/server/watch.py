@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from engine_service.server.errors import Code, ServiceError, not_found
 from engine_service.server.history import History
-from engine_service.server.limits import LogLimiter, peer_key
+from engine_service.server.limits import LogLimiter, RateLimit, peer_key
 from engine_service.server.metrics import Metrics
 from engine_service.store import Store, StoredUpdate, StoreError
 
@@ -42,7 +42,8 @@ lost_log = LogLimiter(log)
 class WatchLimits:
     per_replica: int = 20_000
     per_peer: int = 1_000
-    queue: int = 64  # updates a watcher may fall behind before it is told to resume
+    queue: int = 64  # updates a stream may fall behind its feed before it catches up alone
+    rebuilds_per_minute: int = 60  # per peer: a rebuilt history costs a replay (0: no limit)
 
 
 class _End:
@@ -96,6 +97,17 @@ class WatchHub:
         self._per_peer: collections.Counter[str] = collections.Counter()
         self._stopping = False
         self.history = History(store)
+        n = self.limits.rebuilds_per_minute
+        self._rebuilds = (
+            RateLimit(
+                "ENGINE_WATCH_REBUILDS_PER_MINUTE",
+                f"{n} WatchGame histories older than the store's window per minute per peer",
+                n / 60.0,
+                float(n),
+            )
+            if n > 0
+            else None
+        )
 
     # ---- streams -----------------------------------------------------------------------
 
@@ -149,13 +161,13 @@ class WatchHub:
         peer = peer_key(peer)  # the rate limits' notion of a peer (an IPv6 caller: its /64)
         self._admit(peer)
         try:
-            async for u in self._watch(game_id, after_version, after_commit_id, active):
+            async for u in self._watch(game_id, after_version, after_commit_id, peer, active):
                 yield u
         finally:
             self._leave(peer)
 
     async def _watch(
-        self, game_id: str, last: int, last_id: str, active: Callable[[], bool]
+        self, game_id: str, last: int, last_id: str, peer: str, active: Callable[[], bool]
     ) -> AsyncIterator[StoredUpdate]:
         async with self._joining:
             rec = await self.store.load(game_id)
@@ -175,6 +187,8 @@ class WatchHub:
                 backlog = (await self.store.read_updates({game_id: last}, 0)).get(game_id, [])
             if (backlog and backlog[0].version > last + 1) or (not backlog and last < head):
                 rebuilds += 1
+                if self._rebuilds is not None:
+                    self._rebuilds.take(peer)  # a replay of the game's log: CPU of this replica
                 async with self._joining:
                     rebuilt = await self.history.since(game_id, last) if rebuilds <= 3 else None
                 if not rebuilt:

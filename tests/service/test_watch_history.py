@@ -30,10 +30,11 @@ from engine_service.store.memory import MemoryStore
 WINDOW = 4
 
 
-def setup(queue: int = 64) -> tuple[Games, MemoryStore]:
+def setup(queue: int = 64, rebuilds_per_minute: int = 0) -> tuple[Games, MemoryStore]:
     store = MemoryStore(StoreSettings(window=WINDOW))
     metrics = Metrics(CollectorRegistry())
-    hub = WatchHub(store, metrics, WatchLimits(queue=queue), block_ms=50)
+    limits = WatchLimits(queue=queue, rebuilds_per_minute=rebuilds_per_minute)
+    hub = WatchHub(store, metrics, limits, block_ms=50)
     return Games(store, NoDispatcher(), metrics, "local", hub), store
 
 
@@ -81,9 +82,13 @@ async def collect(it: AsyncIterator[bytes]) -> list[pb.GameUpdate]:
 
 
 def watch(
-    games: Games, game_id: str, after: int = 0, after_commit_id: str = ""
+    games: Games,
+    game_id: str,
+    after: int = 0,
+    after_commit_id: str = "",
+    peer: str = "ipv4:127.0.0.1:1",
 ) -> AsyncIterator[bytes]:
-    return games.watch(game_id, after, after_commit_id, "ipv4:127.0.0.1:1", lambda: True)
+    return games.watch(game_id, after, after_commit_id, peer, lambda: True)
 
 
 def test_a_late_spectator_gets_the_whole_game_as_it_was_sent() -> None:
@@ -152,6 +157,26 @@ def test_a_log_that_does_not_replay_is_out_of_range() -> None:
         # What the window holds is still served.
         tail = await collect_some(watch(games, game.game_id, 31 - WINDOW + 1), WINDOW - 1)
         assert [u.version for u in tail] == list(range(31 - WINDOW + 2, 32))
+
+    asyncio.run(run())
+
+
+def test_rebuilt_histories_are_rate_limited_per_peer() -> None:
+    async def run() -> None:
+        games, _ = setup(rebuilds_per_minute=2)
+        game = await create(games)
+        await play(games, game, 20, random.Random(2))
+        for _ in range(2):
+            assert len(await collect_some(watch(games, game.game_id), 21)) == 21
+        with pytest.raises(ServiceError) as e:
+            await collect_some(watch(games, game.game_id), 21)
+        assert (
+            e.value.code is Code.RESOURCE_EXHAUSTED
+            and "ENGINE_WATCH_REBUILDS_PER_MINUTE" in str(e.value)
+        )
+        # Another peer has its own count; what the window holds needs no rebuild.
+        assert len(await collect_some(watch(games, game.game_id, peer="ipv4:10.0.0.2:9"), 21)) == 21
+        assert len(await collect_some(watch(games, game.game_id, 20), 1)) == 1
 
     asyncio.run(run())
 
