@@ -2,7 +2,7 @@
 process that pays it, so that other work on the machine changes the wall time, not the figure.
 
     python benchmarks/capacity.py redis [--seconds 10] [--clients 64] [--aof] [--json]
-    python benchmarks/capacity.py bots [--decisions 150] [--json]
+    python benchmarks/capacity.py bots [--decisions 150] [--bots random,expert,ismcts:100] [--json]
     python benchmarks/capacity.py watch [--games 20] [--watchers 10] [--seconds 10] [--json]
 
 ``redis``: commits per second one Redis primary can take. Starts its own ``redis-server``
@@ -23,7 +23,11 @@ included).
 
 ``watch``: engine CPU per update delivered to a watcher: one engine on its own Redis, games
 played at a steady pace with and without ``--watchers`` WatchGame streams each; the extra
-engine CPU over the updates delivered.
+engine CPU over the updates delivered. Also the Redis CPU per SubmitAction in each phase: all
+that Redis does for an action played through the API (the load, the commit, the GetGame of a
+seat whose turn came, the sweeper and gauges, and with watchers the replica's reader of their
+games), beside the commit alone that ``redis`` measures. Last, the engine and Redis CPU of one
+``GetGame`` (a seat's client reads its view again after each update of another seat).
 """
 
 from __future__ import annotations
@@ -167,6 +171,7 @@ def bench_redis(args: argparse.Namespace) -> dict[str, Any]:
 BUDGETS: tuple[tuple[str, dict[str, int]], ...] = (
     ("random", {}),
     ("heuristic", {}),
+    ("expert", {}),
     ("ismcts", {"time_ms": 50}),
     ("ismcts", {"time_ms": 100}),
     ("ismcts", {"time_ms": 300}),
@@ -248,7 +253,11 @@ def _worker_overhead(n: int) -> float:
 
 def bench_bots(args: argparse.Namespace) -> dict[str, Any]:
     rows = []
+    wanted = {w.strip() for w in args.bots.split(",") if w.strip()}
     for name, budget in BUDGETS:
+        label = f"{name}:{budget['time_ms']}" if "time_ms" in budget else name
+        if wanted and not wanted & {name, label}:
+            continue
         n = args.decisions if budget.get("time_ms", 0) < 1000 else max(20, args.decisions // 3)
         row = _bot_cost(name, budget, n, args.seed)
         rows.append(row)
@@ -305,7 +314,7 @@ def bench_watch(args: argparse.Namespace) -> dict[str, Any]:
             rng = random.Random(watchers)
             views = {g.game_id: g.view for g in games}
             submits = 0
-            cpu0 = _cpu_of(pid)
+            cpu0, rcpu0 = _cpu_of(pid), _cpu_of(redis_proc.pid)
             t0 = time.monotonic()
             while time.monotonic() - t0 < args.seconds:
                 for g in games:
@@ -320,20 +329,39 @@ def bench_watch(args: argparse.Namespace) -> dict[str, Any]:
                     submits += 1
                 time.sleep(args.pace)
             time.sleep(1.0)
-            cpu = _cpu_of(pid) - cpu0
+            cpu, rcpu = _cpu_of(pid) - cpu0, _cpu_of(redis_proc.pid) - rcpu0
             for st in streams:
                 st.cancel()
             for ch in channels:
                 ch.close()
-            results[watchers] = {"submits": submits, "delivered": delivered[0], "engine_cpu_s": round(cpu, 3)}
+            results[watchers] = {"submits": submits, "delivered": delivered[0], "engine_cpu_s": round(cpu, 3),
+                                 "redis_cpu_s": round(rcpu, 3),
+                                 "redis_cpu_us_per_submit": round(rcpu / max(1, submits) * 1e6, 1)}  # fmt: skip
             print(f"{watchers} watchers per game: {submits} submits, {delivered[0]} updates delivered, "
-                  f"engine CPU {cpu:.2f}s", flush=True)  # fmt: skip
+                  f"engine CPU {cpu:.2f}s, Redis CPU {rcpu:.2f}s", flush=True)  # fmt: skip
+        # A seat's client reads its view again (GetGame) after each update of another seat
+        # (the browser client does): the engine and Redis CPU of one such read.
+        games = [support.create(stub, seed=100 + i) for i in range(args.games)]
+        reads = 0
+        cpu0, rcpu0 = _cpu_of(pid), _cpu_of(redis_proc.pid)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < args.seconds / 2:
+            g = games[reads % len(games)]
+            token = g.seat_tokens[(reads // len(games)) % len(g.seat_tokens)]
+            stub.GetGame(epb.GetGameRequest(game_id=g.game_id, token=token), timeout=10)
+            reads += 1
+        cpu, rcpu = _cpu_of(pid) - cpu0, _cpu_of(redis_proc.pid) - rcpu0
+        print(f"{reads} GetGame calls: engine CPU {cpu:.2f}s, Redis CPU {rcpu:.2f}s", flush=True)
         base, loaded = results[0], results[args.watchers]
         per_submit = base["engine_cpu_s"] / base["submits"]
         extra = loaded["engine_cpu_s"] - per_submit * loaded["submits"]
         return {
             "phases": results, "engine_cpu_us_per_submit": round(per_submit * 1e6),
             "engine_cpu_us_per_delivered_update": round(extra / max(1, loaded["delivered"]) * 1e6, 1),
+            "redis_cpu_us_per_submit": base["redis_cpu_us_per_submit"],
+            "redis_cpu_us_per_submit_watched": loaded["redis_cpu_us_per_submit"],
+            "get_game_calls": reads, "engine_cpu_us_per_get_game": round(cpu / max(1, reads) * 1e6, 1),
+            "redis_cpu_us_per_get_game": round(rcpu / max(1, reads) * 1e6, 1),
         }  # fmt: skip
     finally:
         engine.stop()
@@ -351,6 +379,7 @@ def main() -> int:
     b.add_argument("--decisions", type=int, default=150)
     b.add_argument("--overhead-moves", type=int, default=300)
     b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--bots", default="", help="only these, e.g. random,expert,ismcts:100 (default: all)")
     w = sub.add_parser("watch")
     w.add_argument("--games", type=int, default=20)
     w.add_argument("--watchers", type=int, default=10)
