@@ -197,7 +197,9 @@ class EngineService:
 
     async def WatchGame(
         self, request: epb.WatchGameRequest, context: Any
-    ) -> AsyncIterator[pb.GameUpdate]:
+    ) -> AsyncIterator[bytes]:
+        """Yields each update as the store keeps it, serialized (see ``_bytes_or``): a watched
+        update is sent to every watcher without being parsed and serialized again for each."""
         t0 = time.perf_counter()
         code = "OK"
         try:
@@ -212,7 +214,7 @@ class EngineService:
                 active,
             )
             async for raw in updates:
-                yield pb.GameUpdate.FromString(raw)
+                yield raw
         except asyncio.CancelledError:
             code = "CANCELLED"
             raise
@@ -226,6 +228,16 @@ class EngineService:
             self.metrics.observe_rpc("WatchGame", code, t0)
 
 
+def _bytes_or(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """A streaming method's response serializer that sends bytes as they are (already the
+    response message, serialized) and serializes messages."""
+
+    def serializer(message: Any) -> bytes:
+        return message if isinstance(message, bytes) else serialize(message)
+
+    return serializer
+
+
 def _message_class(name: str) -> Any:
     return getattr(epb, name, None) or getattr(pb, name)
 
@@ -236,6 +248,8 @@ def method_handlers(service: EngineService) -> dict[str, Any]:
     for m in epb.DESCRIPTOR.services_by_name["Engine"].methods:
         parse = safe_deserializer(_message_class(m.input_type.name).FromString)
         serialize = _message_class(m.output_type.name).SerializeToString
+        if m.server_streaming:
+            serialize = _bytes_or(serialize)
         make = (
             grpc.unary_stream_rpc_method_handler
             if m.server_streaming
