@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine_service.server.errors import Code, ServiceError, not_found
 from engine_service.server.history import History
@@ -357,6 +358,7 @@ class WatchHub:
         feeds = self._feeds[group]
         next_verify = time.monotonic() + self.verify_seconds
         failing = False
+        position: dict[str, Any] = {}  # the store's note of what this reader has read
         while feeds and not self._stopping:
             try:
                 if failing or time.monotonic() >= next_verify:
@@ -365,7 +367,7 @@ class WatchHub:
                     failing = False
                     continue
                 cursors = {gid: f.cursor for gid, f in feeds.items()}
-                news = await self.store.read_updates(cursors, self.block_ms)
+                news = await self.store.read_updates(cursors, self.block_ms, position)
             except StoreError as e:
                 if not failing:
                     log.warning("watch reader %d: %s (retrying)", group, e)

@@ -22,6 +22,7 @@ import enum
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # How many recent updates (and idempotency keys) a live game keeps: enough for watchers that
 # fall a little behind and for retries of recent submits; a watcher further behind gets
@@ -195,11 +196,16 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def read_updates(
-        self, cursors: Mapping[str, int], block_ms: int
+        self,
+        cursors: Mapping[str, int],
+        block_ms: int,
+        position: dict[str, Any] | None = None,
     ) -> dict[str, list[StoredUpdate]]:
         """For games of one group: updates above each game's cursor, oldest first (at most a
         window's worth per game). When there are none, wait up to ``block_ms`` for one (0: do
-        not wait). Games without news are left out."""
+        not wait). Games without news are left out. ``position``: a dict the caller keeps
+        between its calls (empty at first), where a store may note what it has read so far so
+        as to read only what changed next time."""
 
     @abc.abstractmethod
     async def heads(self, game_ids: list[str]) -> dict[str, tuple[int, str]]:

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine_service.store.base import (
     Commit,
@@ -167,7 +168,10 @@ class MemoryStore(Store):
         return out
 
     async def read_updates(
-        self, cursors: Mapping[str, int], block_ms: int
+        self,
+        cursors: Mapping[str, int],
+        block_ms: int,
+        position: dict[str, Any] | None = None,
     ) -> dict[str, list[StoredUpdate]]:
         deadline = time.monotonic() + block_ms / 1000
         while True:

@@ -172,6 +172,27 @@ local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
 return {last and last[1] or '0-0', out, behind}
 """
 
+# KEYS: news; ARGV: an id read before, the most entries to return. The game ids of the
+# entries after that id, the last entry's id, and whether entries after that id may have been
+# trimmed already (the stream's first entry is later than the id and not the one right after).
+_NEWS_SINCE = """
+local function id(s)
+  local ms, seq = string.match(s, '(%d+)-(%d+)')
+  return tonumber(ms), tonumber(seq)
+end
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
+if not first then return {{}, ARGV[1], 0} end
+local fm, fs = id(first[1])
+local am, as = id(ARGV[1])
+local gap = 0
+if fm > am or (fm == am and fs > as + 1) then gap = 1 end
+local es = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])
+local gids = {}
+for i = 1, #es do gids[i] = es[i][2][2] end
+if #es >= tonumber(ARGV[2]) then gap = 1 end
+return {gids, #es > 0 and es[#es][1] or ARGV[1], gap}
+"""
+
 # KEYS: window; ARGV: version. The entry of that version, if the window holds it.
 _UPDATE_AT = """
 local top = redis.call('LINDEX', KEYS[1], -1)
@@ -499,6 +520,7 @@ class RedisStore(Store):
         self._claim = self.r.register_script(_CLAIM)
         self._idempotent = self.r.register_script(_IDEMPOTENT)
         self._news_script = self.r.register_script(_NEWS)
+        self._news_since = self.r.register_script(_NEWS_SINCE)
         self._update_at = self.r.register_script(_UPDATE_AT)
         self._touch = self.r.register_script(_TOUCH)
         self._replace = self.r.register_script(_REPLACE)
@@ -694,13 +716,22 @@ class RedisStore(Store):
         return u if u.version == version else None
 
     async def read_updates(
-        self, cursors: Mapping[str, int], block_ms: int
+        self,
+        cursors: Mapping[str, int],
+        block_ms: int,
+        position: dict[str, Any] | None = None,
     ) -> dict[str, list[StoredUpdate]]:
         """One script reads the windows of the games that have news (and the bucket's news
         stream's last id, in the same atomic step); if none has, a blocking XREAD waits after
         that id for a commit of the bucket, and a commit of one of these games is read the same
         way. Games of several buckets (not what the watch hub asks) are waited for with one
-        XREAD of their buckets' news on a single Redis, by polling on a Cluster."""
+        XREAD of their buckets' news on a single Redis, by polling on a Cluster.
+
+        ``position`` (a reader's own dict, passed again on each call): where this reader has
+        read each bucket's news up to, and which games it had then. The next call reads the
+        windows of the games named in the news since then (and of games new to the reader)
+        only, instead of every game's: a reader of a few busy games among thousands of idle
+        ones does not read every idle window each time one game moves."""
         if not cursors:
             return {}
         by_bucket: dict[int, dict[str, int]] = {}
@@ -709,8 +740,9 @@ class RedisStore(Store):
         out: dict[str, list[StoredUpdate]] = {}
         last_ids: dict[str, str] = {}  # news stream -> its last id read
         bucket_of_news = {keys.news_key(b): b for b in by_bucket}
+        pos = position if position is not None else {}
         for b, part in by_bucket.items():
-            last_ids[keys.news_key(b)] = await self._news(b, part, out)
+            last_ids[keys.news_key(b)] = await self._catch_up(b, part, out, pos)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + block_ms / 1000
         while not out:
@@ -720,7 +752,7 @@ class RedisStore(Store):
             if len(last_ids) > 1 and self.mode == "cluster":  # (one XREAD, one slot)
                 await asyncio.sleep(min(left, 50) / 1000)
                 for b, part in by_bucket.items():
-                    await self._news(b, part, out)
+                    last_ids[keys.news_key(b)] = await self._catch_up(b, part, out, pos)
                 continue
             # Not tried again here: the watch hub, told of the error, first checks that the
             # store still holds what it read (a failover may have lost the last commits), then
@@ -733,15 +765,49 @@ class RedisStore(Store):
             # RESP3 answers a map (stream -> entries), RESP2 a list of pairs
             for name, entries in res.items() if isinstance(res, dict) else res:
                 news = _text(name)
-                last_ids[news] = _text(entries[-1][0])
                 b = bucket_of_news[news]
-                if any(f[1].decode() in by_bucket[b] for _, f in entries):  # f: [b"g", game id]
-                    last_ids[news] = await self._news(b, by_bucket[b], out)
+                part = by_bucket[b]
+                named = {g: part[g] for _, f in entries if (g := f[1].decode()) in part}
+                if len(entries) >= _NEWS_LENGTH:  # more than one read: some may be trimmed
+                    named = part
+                if named:
+                    await self._news(b, named, out)
+                last_ids[news] = _text(entries[-1][0])
+                pos[news] = (last_ids[news], frozenset(part))
         if out and self._wait_replicas > 0:
             # Watchers get only what the replicas hold (as submits are only acknowledged
             # then): one confirmation covers the game's slot.
             await self._confirm(next(iter(out)), "the updates read for watchers")
         return out
+
+    async def _catch_up(
+        self,
+        bucket: int,
+        cursors: Mapping[str, int],
+        out: dict[str, list[StoredUpdate]],
+        pos: dict[str, Any],
+    ) -> str:
+        """The news of ``bucket``'s games since the reader's position (every game's window if
+        it has none, or the news since may have been trimmed); returns the id read up to."""
+        news = keys.news_key(bucket)
+        known = pos.get(news)
+        if known is None:
+            last = await self._news(bucket, cursors, out)
+        else:
+            since, had = known
+            new = {g: v for g, v in cursors.items() if g not in had}
+            (row,) = await self._script(self._news_since, (news,), (since, _NEWS_LENGTH))
+            gids, last, gap = row
+            last = _text(last)
+            if gap:
+                named = dict(cursors)
+            else:
+                named = {g: cursors[g] for x in gids if (g := _text(x)) in cursors}
+                named.update(new)
+            if named:
+                await self._news(bucket, named, out)
+        pos[news] = (last, frozenset(cursors))
+        return last
 
     async def _news(
         self, bucket: int, cursors: Mapping[str, int], out: dict[str, list[StoredUpdate]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from engine_service.store.base import (
     Commit,
@@ -66,8 +66,11 @@ class TimedStore(StoreWrapper):
         return await self._timed("delete", self.inner.delete(game_id))
 
     async def read_updates(
-        self, cursors: Mapping[str, int], block_ms: int
+        self,
+        cursors: Mapping[str, int],
+        block_ms: int,
+        position: dict[str, Any] | None = None,
     ) -> dict[str, list[StoredUpdate]]:
         if block_ms > 0:
-            return await self.inner.read_updates(cursors, block_ms)
-        return await self._timed("read_updates", self.inner.read_updates(cursors, 0))
+            return await self.inner.read_updates(cursors, block_ms, position)
+        return await self._timed("read_updates", self.inner.read_updates(cursors, 0, position))

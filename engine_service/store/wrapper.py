@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from engine_service.store.base import (
     Commit,
@@ -48,9 +49,12 @@ class StoreWrapper(Store):
         return await self.inner.update_at(game_id, version)
 
     async def read_updates(
-        self, cursors: Mapping[str, int], block_ms: int
+        self,
+        cursors: Mapping[str, int],
+        block_ms: int,
+        position: dict[str, Any] | None = None,
     ) -> dict[str, list[StoredUpdate]]:
-        return await self.inner.read_updates(cursors, block_ms)
+        return await self.inner.read_updates(cursors, block_ms, position)
 
     async def heads(self, game_ids: list[str]) -> dict[str, tuple[int, str]]:
         return await self.inner.heads(game_ids)

@@ -484,3 +484,58 @@ def test_a_silent_redis_times_out_as_a_store_error() -> None:
             server.close()
 
     asyncio.run(main())
+
+
+def test_a_reader_with_a_position_reads_only_the_windows_that_changed() -> None:
+    """The watch hub's reader of one group keeps a position: after its first call, a commit
+    of one game among many makes it read that game's window only (counted in Redis's own
+    command statistics), and nothing is missed: a game new to the reader, a burst of news
+    longer than the news stream keeps."""
+    from engine_service.store.redis_store import _NEWS_LENGTH
+
+    with support.redis_server() as url:
+        r = redis.Redis.from_url(url)
+
+        def lindex_calls() -> int:
+            return int(r.info("commandstats").get("cmdstat_lindex", {}).get("calls", 0))
+
+        async def body(store: RedisStore) -> None:
+            bucket = keys.bucket_of(_game_id())
+            gids: list[str] = []
+            while len(gids) < 41:  # one bucket's games: what one reader of the hub reads
+                g = _game_id()
+                if keys.bucket_of(g) == bucket:
+                    gids.append(g)
+            cids = {g: await _create(store, g) for g in gids}
+            watched, late = gids[:40], gids[40]
+            cursors = {g: 1 for g in watched}
+            pos: dict[str, Any] = {}
+            assert await store.read_updates(cursors, 0, pos) == {}
+            busy = watched[0]
+            for v in range(1, 6):
+                cids[busy] = await _play(store, busy, cids[busy], v, 1)
+                r.config_resetstat()
+                news = await store.read_updates(cursors, 1000, pos)
+                assert list(news) == [busy] and [u.version for u in news[busy]] == [v + 1]
+                cursors[busy] = v + 1
+                assert lindex_calls() <= 1, "only the window of the game that moved"
+            # Without a position, every window is read.
+            r.config_resetstat()
+            assert await store.read_updates(cursors, 0) == {}
+            assert lindex_calls() >= len(watched)
+            # A game new to the reader, which moved before it was added: read all the same.
+            cids[late] = await _play(store, late, cids[late], 1, 2)
+            cursors[late] = 1
+            news = await store.read_updates(cursors, 0, pos)
+            assert [u.version for u in news[late]] == [2, 3]
+            cursors[late] = 3
+            # More news than the stream keeps: the reader cannot know which games moved, so it
+            # reads every window.
+            other = watched[1]
+            cids[busy] = await _play(store, busy, cids[busy], 6, _NEWS_LENGTH + 20, key=False)
+            cids[other] = await _play(store, other, cids[other], 1, 1)  # news past the first read
+            news = await store.read_updates(cursors, 0, pos)
+            assert [u.version for u in news[other]] == [2]
+            assert news[busy][-1].version == 6 + _NEWS_LENGTH + 20
+
+        _run(RedisStore(url, SETTINGS, timeout=2.0), body)
