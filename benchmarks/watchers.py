@@ -14,7 +14,9 @@ then measures the same mixed load of other calls twice, without and with the wat
 
 Printed: p50/p99 of SubmitAction, GetGame, CreateGame and ListGames in both phases and their
 ratio, updates delivered per second to the active watchers and their delay (update time to
-receipt), the engine's Redis connections and resident memory with the watchers open.
+receipt), the engine's Redis connections and resident memory with the watchers open, and the
+CPU the engine and Redis used in each phase (cores busy: not disturbed by other work on the
+machine as latencies are).
 Loopback only; bounded; stops by itself.
 """
 
@@ -24,6 +26,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import random
 import sys
 import time
@@ -140,6 +143,19 @@ def play_and_probe(stub: rpc.EngineStub, games: list[epb.CreateGameResponse], se
     return lat
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def redis_cpu_seconds(url: str) -> float:
+    with redis.Redis.from_url(url) as r:
+        info = r.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -175,7 +191,10 @@ def main() -> int:
                     return sum(1 for c in r.client_list() if c.get("cmd") != "client|list")
 
             print(f"phase 1: the load alone, {args.seconds:.0f}s", flush=True)
+            c0, r0, t0 = cpu_seconds(e.proc.pid), redis_cpu_seconds(url), time.monotonic()
             base = play_and_probe(stub, played, args.seconds, seed=1)
+            cpu_alone = ((cpu_seconds(e.proc.pid) - c0) / (time.monotonic() - t0),
+                         (redis_cpu_seconds(url) - r0) / (time.monotonic() - t0))  # fmt: skip
             conns_before = connections()
 
             ctx = multiprocessing.get_context("spawn")
@@ -190,9 +209,10 @@ def main() -> int:
             conns_during = connections()
             rss = rss_mb(e.proc.pid)
             print(f"phase 2: the same load with the watchers open, {args.seconds:.0f}s", flush=True)
-            t0 = time.monotonic()
+            c0, r0, t0 = cpu_seconds(e.proc.pid), redis_cpu_seconds(url), time.monotonic()
             loaded = play_and_probe(stub, played, args.seconds, seed=2)
             elapsed = time.monotonic() - t0
+            cpu_with = ((cpu_seconds(e.proc.pid) - c0) / elapsed, (redis_cpu_seconds(url) - r0) / elapsed)
             stop.set()
             w = results.get(timeout=60)
             proc.join(60)
@@ -205,7 +225,11 @@ def main() -> int:
           f"resident memory {rss:.0f} MB with them")  # fmt: skip
     print(f"active watchers: {w['updates'] / elapsed:.0f} updates/s delivered, delay p50 "
           f"{w['delay_p50'] * 1000:.1f} ms p99 {w['delay_p99'] * 1000:.1f} ms")  # fmt: skip
-    out: dict[str, Any] = {"opened": w["opened"], "failed": w["failed"], "redis_connections_without": conns_before,
+    print(f"CPU (cores busy): engine {cpu_alone[0]:.2f} alone, {cpu_with[0]:.2f} with the watchers; "
+          f"Redis {cpu_alone[1]:.2f} alone, {cpu_with[1]:.2f} with them")  # fmt: skip
+    out: dict[str, Any] = {"engine_cpu_alone": round(cpu_alone[0], 3), "engine_cpu_with": round(cpu_with[0], 3),
+                           "redis_cpu_alone": round(cpu_alone[1], 3), "redis_cpu_with": round(cpu_with[1], 3),
+                           "opened": w["opened"], "failed": w["failed"], "redis_connections_without": conns_before,
                            "redis_connections_with": conns_during, "engine_rss_mb": round(rss, 1),
                            "updates_per_second": round(w["updates"] / elapsed, 1),
                            "delay_p99_ms": round(w["delay_p99"] * 1000, 1), "calls": {}}  # fmt: skip
