@@ -78,6 +78,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "redis": {"enabled": False},
         "externalRedis": {"url": "rediss://:secret@redis.example.internal:6380/2"},
     },
+    "external-redis-cluster": {
+        "redis": {"enabled": False},
+        "externalRedis": {"url": "redis://redis-cluster.example.internal:6379", "mode": "cluster"},
+        "broker": {"existingSecret": "games-broker"},
+    },
     "external-redis-secret": {
         "redis": {"enabled": False},
         "externalRedis": {"existingSecret": "games-redis", "existingSecretKey": "url"},

@@ -740,3 +740,21 @@ def test_keda_watches_the_redis_list_celery_fills() -> None:
         client = redis.Redis.from_url(url, decode_responses=True)
         assert client.llen(list_name) == 1
         assert [str(k) for k in client.keys("ascension*")] == [list_name]
+
+
+def test_an_external_redis_cluster() -> None:
+    """externalRedis.mode=cluster sets ENGINE_REDIS_MODE on the engine (standalone: not set, the
+    engine's default); a Cluster cannot hold the Celery queue, so it needs a broker of its own."""
+
+    def engine_env(docs: list[dict[str, Any]]) -> dict[str, Any]:
+        spec = one(docs, "Deployment", "engine")["spec"]["template"]["spec"]
+        return env_of(spec["containers"][0])
+
+    assert engine_env(manifests("external-redis-cluster"))["ENGINE_REDIS_MODE"]["value"] == "cluster"
+    assert "ENGINE_REDIS_MODE" not in engine_env(manifests("external-redis-url"))
+    with pytest.raises(helm_python.HelmRenderError, match="cannot hold the Celery queue"):
+        render({"redis": {"enabled": False},
+                "externalRedis": {"url": "redis://node:6379", "mode": "cluster"}})  # fmt: skip
+    lint = helm_python.lint(str(CHART_DIR), {"externalRedis": {"mode": "sharded"}}, strict=True)
+    assert lint["errors"], "an unknown mode passes the schema"
+

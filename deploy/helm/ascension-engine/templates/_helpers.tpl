@@ -264,6 +264,13 @@ Environment shared by every component: the store and broker URLs.
     secretKeyRef:
       name: {{ include "ascension-engine.redisSecretName" . }}
       key: {{ include "ascension-engine.redisSecretKey" . }}
+{{- if eq .Values.externalRedis.mode "cluster" }}
+{{- if not (include "ascension-engine.ownBroker" .) }}
+{{- fail "externalRedis.mode is cluster: a Redis Cluster cannot hold the Celery queue; set broker.url or broker.existingSecret" }}
+{{- end }}
+- name: ENGINE_REDIS_MODE
+  value: cluster
+{{- end }}
 {{- end }}
 {{- end }}
 
