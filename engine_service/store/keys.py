@@ -135,7 +135,7 @@ def unpack_meta(raw: bytes) -> bytes:
 # has gathered. The first byte tells the forms apart (a plain log begins with a seat, < 8):
 #   0xFF zlib(entries)                                     finished
 #   0xFE <4 bytes: n> <n bytes: zlib(entries)> <entries>   going on
-LOG_CHUNK = 256
+LOG_CHUNK = 128
 _PACKED_LOG, _PACKED_HEAD = 0xFF, 0xFE
 
 

@@ -192,7 +192,7 @@ def test_a_finished_game_keeps_its_window_a_while_then_what_replay_needs(make_st
 
 
 def test_a_long_game_log_reads_whole(make_store: Callable[..., Store]) -> None:
-    """The Redis store keeps the log compressed every 256 versions (and whole at the end):
+    """The Redis store keeps the log compressed every LOG_CHUNK (128) versions (and whole at the end):
     it reads the same, and is smaller than 4 bytes per version."""
 
     async def body(store: Store) -> None:
