@@ -1,13 +1,14 @@
 """Thousands of WatchGame streams on one replica, while other calls keep their latency.
 
     python benchmarks/watchers.py [--idle 10000] [--active 300] [--active-games 20]
-                                  [--seconds 20] [--json]
+                                  [--seconds 20] [--rate 100] [--pin] [--json]
 
 Starts a redis-server and one ``ascension-engine serve`` (its stream limits raised to fit),
 then measures the same mixed load of other calls twice, without and with the watchers:
 
-- the load: ``--active-games`` games played as fast as one client can (SubmitAction, with
-  GetGame for the seat to move) plus a probe of CreateGame and ListGames every 50 ms;
+- the load: ``--active-games`` games played at ``--rate`` moves a second (default 100; 0: as
+  fast as one client can) by one client (SubmitAction, with GetGame for the seat to move) plus
+  a probe of CreateGame and ListGames every 50 ms;
 - the watchers: ``--idle`` streams on games where nothing happens (one per game) and
   ``--active`` streams spread over the played games, opened from a separate process over
   ``--channels`` connections.
@@ -16,7 +17,8 @@ Printed: p50/p99 of SubmitAction, GetGame, CreateGame and ListGames in both phas
 ratio, updates delivered per second to the active watchers and their delay (update time to
 receipt), the engine's Redis connections and resident memory with the watchers open, and the
 CPU the engine and Redis used in each phase (cores busy: not disturbed by other work on the
-machine as latencies are).
+machine as latencies are). ``--pin`` puts the engine on a CPU of its own and everything else
+on the others, so that the latencies are the engine's rather than the machine's.
 Loopback only; bounded; stops by itself.
 """
 
@@ -28,6 +30,7 @@ import json
 import multiprocessing
 import os
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -111,13 +114,18 @@ def watchers_main(address: str, idle: list[str], active: list[tuple[str, int]], 
 
 
 def play_and_probe(stub: rpc.EngineStub, games: list[epb.CreateGameResponse], seconds: float,
-                   seed: int) -> dict[str, list[float]]:  # fmt: skip
+                   seed: int, rate: float) -> dict[str, list[float]]:  # fmt: skip
+    """Moves at ``rate`` a second (0: as fast as one client can), with probes."""
     lat: dict[str, list[float]] = {"SubmitAction": [], "GetGame": [], "CreateGame": [], "ListGames": []}
     rng = random.Random(seed)
     end = time.monotonic() + seconds
     next_probe = 0.0
+    next_move = time.monotonic()
     live = list(games)
     while time.monotonic() < end and live:
+        if rate > 0:
+            next_move += 1 / rate
+            time.sleep(max(0.0, next_move - time.monotonic()))
         g = rng.choice(live)
         t = time.perf_counter()
         spectator = stub.GetGame(epb.GetGameRequest(game_id=g.game_id), timeout=10)
@@ -156,6 +164,11 @@ def redis_cpu_seconds(url: str) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
+def redis_pid(url: str) -> int:
+    with redis.Redis.from_url(url) as r:
+        return int(r.info("server")["process_id"])
+
+
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -172,14 +185,29 @@ def main() -> int:
     ap.add_argument("--channels", type=int, default=200,
                     help="client connections the watchers use (gRPC servers allow 100 streams per connection)")
     ap.add_argument("--seconds", type=float, default=20.0, help="measured seconds per phase")
+    ap.add_argument("--rate", type=float, default=100.0,
+                    help="moves a second of the load (each: two GetGame and a SubmitAction); 0 = as fast "
+                         "as one client can, which keeps the engine busy and its p99 at the mercy of any "
+                         "extra work")  # fmt: skip
+    ap.add_argument("--pin", action="store_true",
+                    help="the engine on CPU 0 alone, everything else (Redis, the load, the watchers' client) "
+                         "on the other CPUs: the engine's own latency, without the clients' contention")  # fmt: skip
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args()
+    cpus = sorted(os.sched_getaffinity(0))
+    if args.pin and len(cpus) < 2:
+        ap.error("--pin needs 2 CPUs or more")
 
     with support.redis_server() as url:
         room = str(args.idle + args.active + args.active_games + 10_000)  # probes create games too
         e = support.start_engine(url, LOG_LEVEL="WARNING", ENGINE_WATCH_MAX_STREAMS=room,
                                  ENGINE_WATCH_MAX_STREAMS_PER_PEER=room, ENGINE_MAX_LIVE_GAMES=room)  # fmt: skip
         try:
+            if args.pin:
+                rest = ",".join(str(c) for c in cpus[1:])
+                for pid, where in ((e.proc.pid, str(cpus[0])), (os.getpid(), rest), (redis_pid(url), rest)):
+                    subprocess.run(["taskset", "-a", "-cp", where, str(pid)], check=True, capture_output=True)
+                print(f"pinned: the engine on CPU {cpus[0]}, Redis and the clients on CPU {rest}", flush=True)
             stub = e.stub()
             print(f"creating {args.idle} quiet games and {args.active_games} played ones ...", flush=True)
             quiet = [stub.CreateGame(epb.CreateGameRequest(seats=support.human_seats(2)), timeout=30).game_id
@@ -192,7 +220,7 @@ def main() -> int:
 
             print(f"phase 1: the load alone, {args.seconds:.0f}s", flush=True)
             c0, r0, t0 = cpu_seconds(e.proc.pid), redis_cpu_seconds(url), time.monotonic()
-            base = play_and_probe(stub, played, args.seconds, seed=1)
+            base = play_and_probe(stub, played, args.seconds, seed=1, rate=args.rate)
             cpu_alone = ((cpu_seconds(e.proc.pid) - c0) / (time.monotonic() - t0),
                          (redis_cpu_seconds(url) - r0) / (time.monotonic() - t0))  # fmt: skip
             conns_before = connections()
@@ -210,7 +238,7 @@ def main() -> int:
             rss = rss_mb(e.proc.pid)
             print(f"phase 2: the same load with the watchers open, {args.seconds:.0f}s", flush=True)
             c0, r0, t0 = cpu_seconds(e.proc.pid), redis_cpu_seconds(url), time.monotonic()
-            loaded = play_and_probe(stub, played, args.seconds, seed=2)
+            loaded = play_and_probe(stub, played, args.seconds, seed=2, rate=args.rate)
             elapsed = time.monotonic() - t0
             cpu_with = ((cpu_seconds(e.proc.pid) - c0) / elapsed, (redis_cpu_seconds(url) - r0) / elapsed)
             stop.set()
@@ -227,7 +255,7 @@ def main() -> int:
           f"{w['delay_p50'] * 1000:.1f} ms p99 {w['delay_p99'] * 1000:.1f} ms")  # fmt: skip
     print(f"CPU (cores busy): engine {cpu_alone[0]:.2f} alone, {cpu_with[0]:.2f} with the watchers; "
           f"Redis {cpu_alone[1]:.2f} alone, {cpu_with[1]:.2f} with them")  # fmt: skip
-    out: dict[str, Any] = {"engine_cpu_alone": round(cpu_alone[0], 3), "engine_cpu_with": round(cpu_with[0], 3),
+    out: dict[str, Any] = {"rate": args.rate, "pinned": args.pin, "engine_cpu_alone": round(cpu_alone[0], 3), "engine_cpu_with": round(cpu_with[0], 3),
                            "redis_cpu_alone": round(cpu_alone[1], 3), "redis_cpu_with": round(cpu_with[1], 3),
                            "opened": w["opened"], "failed": w["failed"], "redis_connections_without": conns_before,
                            "redis_connections_with": conns_during, "engine_rss_mb": round(rss, 1),
