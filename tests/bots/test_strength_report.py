@@ -1,0 +1,68 @@
+"""benchmarks/strength.py: the per-pair summary its --json keeps (win rate beside the fair
+share 1/N, a 95% interval, the target), on synthetic games."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from ai_workers.bots.arena import GameRecord, Match, Result, SeatStats, wilson
+
+
+def _strength() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "strength.py"
+    spec = importlib.util.spec_from_file_location("bench_strength", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _games(players: int, deals: int, a_wins_when: set[tuple[int, int]]) -> list[Result]:
+    """Every deal from every seat of A; A wins the (deal, seat) games listed."""
+    out: list[Result] = []
+    for d in range(deals):
+        for seat in range(players):
+            winner = seat if (d, seat) in a_wins_when else (seat + 1) % players
+            scores = tuple(30 if q == winner else 20 for q in range(players))
+            stats = tuple(SeatStats(5, 0.5, 2, 1000, 0.4) for _ in range(players))
+            g = GameRecord(100 + d, ("x",) * players, d % players, winner, scores, 20, stats)
+            out.append((Match("ismcts", "heuristic", 100 + d, seat, players), g))
+    return out
+
+
+@pytest.mark.parametrize("players", [3, 4])
+def test_pairs_keep_win_rate_fair_share_and_interval(players: int) -> None:
+    mod = _strength()
+    deals = 10
+    wins = {(d, s) for d in range(deals) for s in range(players) if (d + s) % 2 == 0}
+    args = argparse.Namespace(players=players, budget_ms=100)
+    rows = mod.summarize([("ismcts", "heuristic")], _games(players, deals, wins), args)
+    (row,) = json.loads(json.dumps(rows))  # what --json prints under "pairs"
+    games = deals * players
+    assert row["games"] == games and row["wins_a"] == len(wins)
+    assert row["win_rate"] == pytest.approx(len(wins) / games)
+    assert row["fair_share"] == pytest.approx(1 / players)
+    assert row["ci95"] == pytest.approx(list(wilson(len(wins), games)))
+    assert row["ci95"][0] < row["win_rate"] < row["ci95"][1]
+    assert row["share_ratio"] == pytest.approx(row["win_rate"] * players)
+    assert row["target"] == pytest.approx(2 / players)  # twice the fair share
+    assert row["meets_target"] == (row["ci95"][0] >= 2 / players)
+    assert sum(row["games_by_turn_order"]) == games
+    assert row["iterations_per_s_a"] == pytest.approx(1000 / 0.4)
+
+
+def test_two_player_targets() -> None:
+    mod = _strength()
+    spec = mod.parse_spec
+    assert mod.target(spec("ismcts"), spec("heuristic"), 2, 100) == 0.85
+    assert mod.target(spec("ismcts@1s"), spec("heuristic"), 2, 100) == 0.95
+    assert mod.target(spec("expert"), spec("heuristic"), 2, 100) == 0.60
+    assert mod.target(spec("ismcts"), spec("heuristic"), 5, 100) is None
