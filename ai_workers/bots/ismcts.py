@@ -23,11 +23,12 @@ ever add resources; every "may" in them is asked separately), in the policy's or
 root they take no search either. The search is spent on what to buy and defeat, where to sail
 and how to answer choices.
 
-Options measured in docs/bots.md: progressive widening of main-phase nodes (``widening``: a
-node with n visits may have about ``widening * n ** widening_exp`` children, best-scored by
-the policy first; ending the turn is always among them), and keeping the tree between the
-decisions of one turn (``reuse``, in :class:`ISMCTSBot`: the next search of the same seat in
-the same turn starts from the node of the action chosen last, with its statistics).
+Options, off by default and not yet measured against the defaults (docs/bots.md): progressive
+widening of main-phase nodes (``widening``: a node with n visits may have about
+``widening * n ** widening_exp`` children, best-scored by the policy first; ending the turn is
+always among them), and keeping the tree between the decisions of one turn (``reuse``, in
+:class:`ISMCTSBot`: the next search of the same seat in the same turn starts from the node of
+the action chosen last, with its statistics).
 
 The answer is the root action with the most visits. The search only ever reads ``view``: two
 states that look the same to the seat give the same decision for the same seed.
@@ -64,7 +65,7 @@ KEPT_TREES = 32  # trees kept for reuse by one bot instance (one per game seat i
 
 @dataclass(frozen=True, slots=True)
 class SearchOptions:
-    """How the search plays; the defaults are the measured best (docs/bots.md)."""
+    """How the search plays (docs/bots.md says what has been measured)."""
 
     backup: str = "maxn"
     widening: float = 0.0  # 0 = off
