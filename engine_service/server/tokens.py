@@ -40,7 +40,13 @@ _REPLY = re.compile(rf"an1\.{_NUMBER}\.([A-Za-z0-9_-]{{32}})", re.ASCII)
 
 
 def new_token() -> str:
-    return secrets.token_urlsafe(24)
+    """32 URL-safe characters (192 random bits), never starting with "-": a token is pasted
+    into command lines (``ascension play --token T``), where a leading dash reads as an
+    option. Drawing again costs one bit of the first character's 6 (1 draw in 64)."""
+    while True:
+        token = secrets.token_urlsafe(24)
+        if token[0] != "-":
+            return token
 
 
 def digest(token: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 from collections.abc import Callable
 
@@ -13,6 +14,7 @@ import redis
 
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
+from engine_service.server import tokens
 from engine_service.server.errors import ServiceError
 from engine_service.server.tokens import AiCredentials
 from engine_service.store.keys import game_keys, unpack_meta
@@ -126,3 +128,12 @@ def test_the_store_holds_no_ai_credential_and_one_acts_once(security_redis: str)
         r.delete("ascension.moves")
         r.close()
         engine.stop()
+
+
+def test_seat_tokens_never_start_with_a_dash() -> None:
+    """A token is pasted into command lines (``ascension play --token T``): a leading "-" would
+    read as an option (1 token in 64 did). Still 32 URL-safe characters, all different."""
+    drawn = [tokens.new_token() for _ in range(3000)]
+    assert not [t for t in drawn if t.startswith("-")]
+    assert {len(t) for t in drawn} == {32} and len(set(drawn)) == len(drawn)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+", t) for t in drawn)
