@@ -13,7 +13,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from engine_service.server.errors import Code, ServiceError
@@ -118,6 +118,43 @@ def live_games_reached(cap: int, live: int) -> ServiceError:
         reason="LIVE_GAMES_LIMIT",
         metadata={"limit": "ENGINE_MAX_LIVE_GAMES", "cap": str(cap), "live": str(live)},
     )
+
+
+class LiveGamesCap:
+    """ENGINE_MAX_LIVE_GAMES, checked before each CreateGame. Counting the live games reads
+    every bucket's index (64 ZCARD: about 1.4 ms of CPU, more than the create itself), so far
+    from the cap a count at most ``max_age`` seconds old, plus the games this replica let
+    through since, is enough; within ``margin`` (a share of the cap) of it, every check counts
+    again. Other replicas' creates in the last ``max_age`` seconds are what the margin is for."""
+
+    def __init__(
+        self,
+        cap: int,
+        count: Callable[[], Awaitable[int]],
+        max_age: float = 1.0,
+        margin: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.cap = cap
+        self._count = count
+        self._max_age = max_age
+        self._room = cap * (1.0 - margin)
+        self._clock = clock
+        self._seen = 0  # the last count
+        self._at = -math.inf  # when it was read
+        self._since = 0  # games let through since
+
+    async def check(self) -> None:
+        """Let one more game through, or refuse it (RESOURCE_EXHAUSTED, LIVE_GAMES_LIMIT)."""
+        now = self._clock()
+        if now - self._at < self._max_age and self._seen + self._since < self._room:
+            self._since += 1
+            return
+        live = await self._count()
+        self._seen, self._at, self._since = live, now, 0
+        if live >= self.cap:
+            raise live_games_reached(self.cap, live)
+        self._since = 1
 
 
 class LogLimiter:

@@ -26,7 +26,7 @@ from engine_service.server.auth import Access
 from engine_service.server.errors import ServiceError
 from engine_service.server.games import Games
 from engine_service.server.grpc_compat import grpc
-from engine_service.server.limits import CallLimits, LogLimiter, live_games_reached, peer_key
+from engine_service.server.limits import CallLimits, LiveGamesCap, LogLimiter, peer_key
 from engine_service.server.metrics import Metrics
 from engine_service.store import StoreError
 
@@ -123,6 +123,8 @@ class EngineService:
         self.access = access or Access()
         self.limits = limits or CallLimits()
         self.analyses = analyses or Analyses(games)
+        cap = self.limits.max_live_games
+        self._live_games = LiveGamesCap(cap, games.store.active_games) if cap else None
 
     @unary("CreateGame")
     async def CreateGame(
@@ -134,11 +136,8 @@ class EngineService:
         self.access.check_seed(request, operator)
         if self.limits.create is not None and not operator:
             self.limits.create.take(peer_key(context.peer()))
-        cap = self.limits.max_live_games
-        if cap:
-            live = await self.games.store.active_games()
-            if live >= cap:
-                raise live_games_reached(cap, live)
+        if self._live_games is not None:
+            await self._live_games.check()
         return await self.games.create(request)
 
     @unary("GetGame")

@@ -163,3 +163,43 @@ def test_unknown_bearer_scheme_is_no_key(closed: support.Engine) -> None:
     ok = stub.ListGames(epb.ListGamesRequest(), timeout=10,
                         metadata=(("authorization", f"bearer {KEY}"),))  # fmt: skip
     assert ok is not None
+
+
+def test_the_live_games_cap_counts_again_only_near_the_cap() -> None:
+    """Counting live games reads 64 indexes: far from the cap a count under a second old plus
+    this replica's creates since does; within 10% of it every CreateGame counts again, and the
+    cap is never passed by one replica's own creates."""
+    import asyncio
+
+    from engine_service.server.errors import ServiceError
+    from engine_service.server.limits import LiveGamesCap
+
+    live = [0]
+    reads = [0]
+    now = [0.0]
+
+    async def count() -> int:
+        reads[0] += 1
+        return live[0]
+
+    async def run() -> None:
+        cap = LiveGamesCap(100, count, clock=lambda: now[0])
+        for _ in range(90):  # one count read (0), then the creates let through here, up to 90%
+            await cap.check()
+            live[0] += 1
+        assert reads[0] == 1
+        for _ in range(10):  # within 10% of the cap: each check counts again
+            await cap.check()
+            live[0] += 1
+        assert reads[0] == 11 and live[0] == 100
+        with pytest.raises(ServiceError) as e:
+            await cap.check()
+        assert e.value.reason == "LIVE_GAMES_LIMIT" and reads[0] == 12
+        # Games end; a count older than a second is read again.
+        live[0] = 10
+        now[0] += 2.0
+        await cap.check()
+        await cap.check()
+        assert reads[0] == 13
+
+    asyncio.run(run())
