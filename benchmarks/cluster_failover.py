@@ -26,7 +26,6 @@ import random
 import sys
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,16 +37,6 @@ from engine_service.api.ascension.v1 import engine_pb2 as epb
 from tests.cluster.cluster import LocalCluster, local_cluster
 from tests.cluster.play import Follower, Player, call
 from tests.service import support
-
-
-def metric(engine: support.Engine, name: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{engine.metrics_port}/metrics", timeout=5) as r:
-        text = r.read().decode()
-    return sum(
-        float(line.split()[-1])
-        for line in text.splitlines()
-        if line.split("{")[0].split(" ")[0] == name
-    )
 
 
 @dataclass
@@ -167,7 +156,7 @@ def main() -> int:
             stop.set()
             for t in threads:
                 t.join(60)
-            rollbacks = metric(engine, "ascension_store_rollbacks_detected_total")
+            rollbacks = support.metric(engine, "ascension_store_rollbacks_detected_total")
             engine.stop()
     internal = engine.log().count("internal error")
     out = {

@@ -9,7 +9,6 @@ import collections
 import json
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,16 +23,6 @@ from tests.cluster.cluster import LocalCluster
 from tests.cluster.conftest import CLUSTER_ENV
 from tests.cluster.play import Acked, Follower, Player, call, check_watched
 from tests.service import support
-
-
-def _metric(engine: support.Engine, name: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{engine.metrics_port}/metrics", timeout=5) as r:
-        text = r.read().decode()
-    return sum(
-        float(line.split()[-1])
-        for line in text.splitlines()
-        if line.split("{")[0].split(" ")[0] == name
-    )
 
 
 def test_games_spread_over_every_primary(cluster: LocalCluster, stub: rpc.EngineStub) -> None:
@@ -178,8 +167,8 @@ def test_ai_moves_pending_in_the_cluster_are_swept(cluster: LocalCluster, broker
         while not all(len(_queued(r, g.game_id)) >= 2 for g in games):  # the sweeper, per bucket
             assert time.monotonic() < deadline, engine.log()[-3000:]
             time.sleep(0.2)
-        assert _metric(engine, "ascension_games_active") >= len(games)
-        assert _metric(engine, "ascension_ai_seat_wait_seconds") > 0
+        assert support.metric(engine, "ascension_games_active") >= len(games)
+        assert support.metric(engine, "ascension_ai_seat_wait_seconds") > 0
         # one move answered (with the credential the worker got): the game's pending move moves on
         g = games[0]
         p = _queued(r, g.game_id)[-1]

@@ -14,7 +14,6 @@ Each test restores the cluster: the killed node comes back as its replica's repl
 from __future__ import annotations
 
 import time
-import urllib.request
 from collections.abc import Iterator
 
 import grpc  # type: ignore[import-untyped]
@@ -30,16 +29,6 @@ from tests.cluster.play import CALL_TIMEOUT, Follower, Player, call, check_watch
 from tests.service import support
 
 WAIT_ENV = {"ENGINE_REDIS_WAIT_REPLICAS": "1", "ENGINE_REDIS_WAIT_TIMEOUT_MS": "300"}
-
-
-def _metric(engine: support.Engine, name: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{engine.metrics_port}/metrics", timeout=5) as r:
-        text = r.read().decode()
-    return sum(
-        float(line.split()[-1])
-        for line in text.splitlines()
-        if line.split("{")[0].split(" ")[0] == name
-    )
 
 
 def _owner(cluster: LocalCluster, game_id: str) -> int:
@@ -152,7 +141,7 @@ def test_with_wait_an_unconfirmed_commit_is_not_acknowledged(
     for _ in range(10):
         p.step()
     _check_history(stub, p)
-    assert _metric(wait_engine, "ascension_store_rollbacks_detected_total") == 0
+    assert support.metric(wait_engine, "ascension_store_rollbacks_detected_total") == 0
 
 
 def test_without_wait_a_lost_tail_is_detected_not_built_upon(
@@ -171,7 +160,7 @@ def test_without_wait_a_lost_tail_is_detected_not_built_upon(
         p.step()
     kept = p.acked[-1]
     follower = Follower(stub, game.game_id).start()
-    rollbacks = _metric(engine, "ascension_store_rollbacks_detected_total")
+    rollbacks = support.metric(engine, "ascension_store_rollbacks_detected_total")
     cluster.pause(replica)
     try:
         cluster.cut_off_replicas(master)
@@ -206,7 +195,7 @@ def test_without_wait_a_lost_tail_is_detected_not_built_upon(
     assert follower.done.wait(40), "the watcher was not told"
     assert follower.error is not None and follower.error.code() == grpc.StatusCode.DATA_LOSS
     # ... and counted.
-    assert _metric(engine, "ascension_store_rollbacks_detected_total") > rollbacks
+    assert support.metric(engine, "ascension_store_rollbacks_detected_total") > rollbacks
     # The game goes on from what the store holds: a new history from there.
     p.acked = [a for a in p.acked if a.version <= held]
     p.refresh()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import grpc  # type: ignore[import-untyped]
@@ -26,13 +25,6 @@ from engine_service.store import keys
 from tests.reliability.redis_proc import RedisProcess
 from tests.service import support
 from tests.service.support import CALL_TIMEOUT
-
-
-def metric(engine: support.Engine, name: str) -> float:
-    url = f"http://127.0.0.1:{engine.metrics_port}/metrics"
-    text = urllib.request.urlopen(url, timeout=5).read().decode()
-    return sum(float(line.split()[-1]) for line in text.splitlines()
-               if line.startswith(name + " ") or line.startswith(name + ("{" if "{" not in name else "")))  # fmt: skip
 
 
 def play(stub: rpc.EngineStub, game: epb.CreateGameResponse, n: int, seed: int) -> pb.GameView:
@@ -107,7 +99,7 @@ def test_a_snapshot_rollback_is_detected_and_never_built_upon(tmp_path: Path) ->
         # Replica A serves the store's game, not the one it had cached.
         seen_a = stub_a.GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT)
         assert (seen_a.version, seen_a.commit_id) == (20, b_view.commit_id)
-        assert metric(a, "ascension_store_rollbacks_detected_total") >= 1
+        assert support.metric(a, "ascension_store_rollbacks_detected_total") >= 1
         deadline = time.monotonic() + 10  # the log is read from the engine's output by a thread
         while "the store lost versions" not in a.log():
             assert time.monotonic() < deadline, a.log()

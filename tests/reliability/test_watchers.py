@@ -12,7 +12,6 @@ import redis
 
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
-from tests.reliability.test_rollback import metric
 from tests.service import support
 
 WATCHERS = 1500  # more than gRPC lets wait to be started by default (1,000): none may be cancelled
@@ -92,7 +91,7 @@ def test_stream_limits_name_the_limit(redis_url: str) -> None:
 
         details = asyncio.run(main())
         assert "ENGINE_WATCH_MAX_STREAMS_PER_PEER=5" in details[0]
-        assert metric(e, 'ascension_watch_refused_total{limit="per_peer"}') == 1
+        assert support.metric(e, 'ascension_watch_refused_total{limit="per_peer"}') == 1
     finally:
         e.stop()
 
@@ -110,7 +109,7 @@ def test_a_callers_claim_of_unseen_versions_is_not_counted_as_a_rollback(redis_u
         ):
             err = support.rpc_error(lambda r, **kw: list(stub.WatchGame(r, **kw)), req)
             assert err.code() == grpc.StatusCode.DATA_LOSS
-        assert metric(e, "ascension_store_rollbacks_detected_total") == 0
+        assert support.metric(e, "ascension_store_rollbacks_detected_total") == 0
         assert "store lost versions" not in e.log()
     finally:
         e.stop()

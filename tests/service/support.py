@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,21 @@ def redis_server() -> Iterator[str]:
 
 
 # ---- the engine ------------------------------------------------------------------------------
+
+
+def metric(engine: Engine, name: str) -> float:
+    """A metric on the engine's /metrics: the sum of its series (every label set), or one
+    series when ``name`` has its labels (``ascension_watch_refused_total{limit="per_peer"}``)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{engine.metrics_port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    if "{" in name:
+        return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " "))
+    return sum(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.split("{")[0].split(" ")[0] == name
+    )
+
 
 
 @dataclass
