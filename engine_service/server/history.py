@@ -107,8 +107,7 @@ class History:
                 version = len(replay.updates) + 1
                 u = pb.GameUpdate()
                 played(u, game_id, version, seat, action, s)
-                u.time_unix_ms = 0
-                replay.updates.append(u.SerializeToString())
+                replay.updates.append(_untimed(u))
                 replay.entries.append((seat, action))
             same = rules.serialize(s) == rules.serialize(rules.deserialize(rec.state))
         except (rules.RulesError, ValueError, KeyError, IndexError) as e:

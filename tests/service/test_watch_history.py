@@ -107,6 +107,8 @@ def test_a_late_spectator_gets_the_whole_game_as_it_was_sent() -> None:
         assert len(store._games[game.game_id].updates) <= WINDOW
         late = await collect(watch(games, game.game_id))
         assert [untimed(u) for u in late] == [untimed(u) for u in seen]
+        # ... and equal to the updates the submits answered with (never rebuilt themselves).
+        assert [untimed(u) for u in late[1:]] == [untimed(u) for u in sent]
         assert late[-1].over and late[-1].commit_id == sent[-1].commit_id != ""
         # ... from any version, with the parent check of the last one a caller holds.
         rebuilt = games.metrics.watch_rebuilt._value.get()
