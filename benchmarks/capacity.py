@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -50,32 +50,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine_service import rules  # noqa: E402
-from tests.service.support import free_port, pick  # noqa: E402
-
-
-def start_redis(extra: list[list[str]]) -> tuple[subprocess.Popen[bytes], int]:
-    """A redis-server of our own on a free port (no persistence unless ``extra`` says so)."""
-    import redis
-
-    port = free_port()
-    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    for name, value in extra:
-        args += [f"--{name}", value]
-    args += ["--dir", tempfile.mkdtemp(prefix="asc-capacity-")]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    r = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            r.ping()
-            return proc, port
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    raise RuntimeError("redis-server did not start")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    proc.wait(15)
+from tests.service import support  # noqa: E402
+from tests.service.support import pick  # noqa: E402
 
 
 def _cpu_of(pid: int) -> float:
@@ -155,12 +131,9 @@ async def _commit_load(url: str, seconds: float, clients: int) -> dict[str, Any]
 
 
 def bench_redis(args: argparse.Namespace) -> dict[str, Any]:
-    extra = [["appendonly", "yes"], ["appendfsync", "everysec"]] if args.aof else []
-    proc, port = start_redis(extra)
-    try:
-        out = asyncio.run(_commit_load(f"redis://127.0.0.1:{port}/0", args.seconds, args.clients))
-    finally:
-        stop(proc)
+    aof = ("--appendonly", "yes", "--appendfsync", "everysec") if args.aof else ()
+    with support.redis_server(*aof, "--dir", tempfile.mkdtemp(prefix="asc-capacity-")) as url:
+        out = asyncio.run(_commit_load(url, args.seconds, args.clients))
     out["aof"] = bool(args.aof)
     return out
 
@@ -278,13 +251,16 @@ def bench_bots(args: argparse.Namespace) -> dict[str, Any]:
 
 def bench_watch(args: argparse.Namespace) -> dict[str, Any]:
     import grpc  # type: ignore[import-untyped]
+    import redis
 
     from engine_service.api.ascension.v1 import engine_pb2 as epb
     from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
-    from tests.service import support
 
-    redis_proc, port = start_redis([])
-    engine = support.start_engine(f"redis://127.0.0.1:{port}/0")
+    stack = contextlib.ExitStack()
+    redis_url = stack.enter_context(support.redis_server())
+    with redis.Redis.from_url(redis_url) as r:
+        redis_pid = int(r.info("server")["process_id"])  # its CPU is read from /proc
+    engine = support.start_engine(redis_url)
     pid = engine.proc.pid
     try:
         stub = engine.stub()
@@ -314,7 +290,7 @@ def bench_watch(args: argparse.Namespace) -> dict[str, Any]:
             rng = random.Random(watchers)
             views = {g.game_id: g.view for g in games}
             submits = 0
-            cpu0, rcpu0 = _cpu_of(pid), _cpu_of(redis_proc.pid)
+            cpu0, rcpu0 = _cpu_of(pid), _cpu_of(redis_pid)
             t0 = time.monotonic()
             while time.monotonic() - t0 < args.seconds:
                 for g in games:
@@ -329,7 +305,7 @@ def bench_watch(args: argparse.Namespace) -> dict[str, Any]:
                     submits += 1
                 time.sleep(args.pace)
             time.sleep(1.0)
-            cpu, rcpu = _cpu_of(pid) - cpu0, _cpu_of(redis_proc.pid) - rcpu0
+            cpu, rcpu = _cpu_of(pid) - cpu0, _cpu_of(redis_pid) - rcpu0
             for st in streams:
                 st.cancel()
             for ch in channels:
@@ -343,14 +319,14 @@ def bench_watch(args: argparse.Namespace) -> dict[str, Any]:
         # (the browser client does): the engine and Redis CPU of one such read.
         games = [support.create(stub, seed=100 + i) for i in range(args.games)]
         reads = 0
-        cpu0, rcpu0 = _cpu_of(pid), _cpu_of(redis_proc.pid)
+        cpu0, rcpu0 = _cpu_of(pid), _cpu_of(redis_pid)
         t0 = time.monotonic()
         while time.monotonic() - t0 < args.seconds / 2:
             g = games[reads % len(games)]
             token = g.seat_tokens[(reads // len(games)) % len(g.seat_tokens)]
             stub.GetGame(epb.GetGameRequest(game_id=g.game_id, token=token), timeout=10)
             reads += 1
-        cpu, rcpu = _cpu_of(pid) - cpu0, _cpu_of(redis_proc.pid) - rcpu0
+        cpu, rcpu = _cpu_of(pid) - cpu0, _cpu_of(redis_pid) - rcpu0
         print(f"{reads} GetGame calls: engine CPU {cpu:.2f}s, Redis CPU {rcpu:.2f}s", flush=True)
         base, loaded = results[0], results[args.watchers]
         per_submit = base["engine_cpu_s"] / base["submits"]
@@ -365,7 +341,7 @@ def bench_watch(args: argparse.Namespace) -> dict[str, Any]:
         }  # fmt: skip
     finally:
         engine.stop()
-        stop(redis_proc)
+        stack.close()
 
 
 def main() -> int:

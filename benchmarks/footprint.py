@@ -30,10 +30,10 @@ rows.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
-import shutil
 import signal
 import statistics
 import subprocess
@@ -55,28 +55,13 @@ from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc  # noqa: E402
 from engine_service.api.ascension.v1 import game_pb2 as pb  # noqa: E402
 from engine_service.store import keys  # noqa: E402
 from engine_service.store.base import DEFAULT_FINISHED_WINDOW_TTL  # noqa: E402
-from tests.service.support import free_port, pick  # noqa: E402
+from tests.service import support  # noqa: E402
+from tests.service.support import pick  # noqa: E402
 
 TARGET = 8192
 KINDS = ("record", "window", "log", "idempotency")
 SAMPLE_EVERY = 10
 
-
-def start_redis(extra: list[list[str]]) -> tuple[subprocess.Popen[bytes], int]:
-    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-    port = free_port()
-    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    for name, value in extra:
-        args += [f"--{name}", value]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    r = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            r.ping()
-            return proc, port
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    raise RuntimeError("redis-server did not start")
 
 
 def start_engine(redis_url: str, window: int | None) -> tuple[subprocess.Popen[str], str]:
@@ -208,9 +193,11 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    redis_proc, port = start_redis(args.redis_arg)
-    engine, address = start_engine(f"redis://127.0.0.1:{port}/0", args.window)
-    r = redis.Redis(port=port)
+    settings = [arg for name, value in args.redis_arg for arg in (f"--{name}", value)]
+    stack = contextlib.ExitStack()
+    redis_url = stack.enter_context(support.redis_server(*settings))
+    engine, address = start_engine(redis_url, args.window)
+    r = redis.Redis.from_url(redis_url)
     channel = grpc.insecure_channel(address)
     try:
         stub = rpc.EngineStub(channel)
@@ -234,7 +221,7 @@ def main() -> int:
     finally:
         channel.close()
         stop(engine)
-        stop(redis_proc)
+        stack.close()
 
     by_size = {
         n: {

@@ -54,10 +54,11 @@ def docker_answers() -> bool:
 
 
 @contextlib.contextmanager
-def redis_server() -> Iterator[str]:
+def redis_server(*settings: str) -> Iterator[str]:
     """A throwaway Redis: a testcontainers container if Docker answers, else a local
-    ``redis-server`` on a free port with persistence off (.ci/run installs it if missing)."""
-    if docker_answers():
+    ``redis-server`` on a free port with persistence off (.ci/run installs it if missing).
+    ``settings``: more server arguments (``"--appendonly", "yes"``), for a local server."""
+    if docker_answers() and not settings:
         from testcontainers.redis import RedisContainer
 
         with RedisContainer("redis:7.4-alpine") as c:
@@ -66,7 +67,8 @@ def redis_server() -> Iterator[str]:
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     port = free_port()
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         *settings],  # fmt: skip
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
