@@ -66,9 +66,9 @@ def redis_server(*settings: str) -> Iterator[str]:
         return
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     port = free_port()
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         *settings],  # fmt: skip
+        [*args, *settings],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
