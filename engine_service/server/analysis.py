@@ -32,11 +32,10 @@ from dataclasses import dataclass
 
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
-from engine_service.rules import actions as A
 from engine_service.server import errors, validate
 from engine_service.server.dispatch import AnalysisUnavailable
 from engine_service.server.errors import Code, ServiceError, invalid, refused
-from engine_service.server.games import Games
+from engine_service.server.games import Games, require_turn
 from engine_service.server.limits import RateLimit
 
 log = logging.getLogger("ascension.engine.analysis")
@@ -128,13 +127,7 @@ class Analyses:
         if self.games.dispatcher.name == "off":
             raise disabled("it runs no AI (ENGINE_AI_DISPATCH=off)")
         version, state, seat = await self.games.position(req.game_id, req.token)
-        if state.over:
-            raise errors.game_over()
-        to_move = state.to_move()
-        if seat != to_move:
-            d = state.decision
-            what = f"to answer {A.DECISION_NAMES[d[0]]}" if d is not None else "to play"
-            raise errors.not_your_turn(to_move, what + "; hints are for the seat to move")
+        require_turn(state, seat, "; hints are for the seat to move")
         seat_key = f"{req.game_id}/{seat}"
         if seat_key in self._running:
             raise refused(

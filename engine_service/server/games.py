@@ -41,6 +41,18 @@ from engine_service.store import (
 log = logging.getLogger("ascension.engine.games")
 
 
+def require_turn(s: rules.State, seat: int, why: str = "") -> None:
+    """Refuse (GAME_OVER, NOT_YOUR_TURN naming who is to move and for what) unless ``seat`` is
+    to move in ``s``; ``why`` is added to the message."""
+    if s.over:
+        raise errors.game_over()
+    to_move = s.to_move()
+    if seat != to_move:
+        d = s.decision
+        what = f"to answer {A.DECISION_NAMES[d[0]]}" if d is not None else "to play"
+        raise errors.not_your_turn(to_move, what + why)
+
+
 class Games:
     def __init__(
         self,
@@ -287,13 +299,7 @@ class Games:
         """A copy of ``state`` (which stays as it was: it may be shared with the cache) on which
         ``seat`` may play ``action``; else the error to answer with."""
         s = state.clone()
-        if s.over:
-            raise errors.game_over()
-        to_move = s.to_move()
-        if seat != to_move:
-            d = s.decision
-            what = f"to answer {A.DECISION_NAMES[d[0]]}" if d is not None else "to play"
-            raise errors.not_your_turn(to_move, what)
+        require_turn(s, seat)
         if action not in rules.legal_actions(s):
             try:
                 rules.apply(s, action)  # raises with the rules' reason, changing nothing
