@@ -24,6 +24,8 @@ figure is bounded by the machine, not the engine: see the printed CPU count.
 The phases take turns (``--rounds``, each ``--seconds``/rounds long, games going on from one
 turn to the next), so that other work on the machine weighs on all of them alike: the ratios
 compare figures taken over the same stretch of time. ``--rounds 1`` runs each phase whole.
+The CPU each call costs the server, Redis (when this script started it) and the load generator
+is printed beside (docs/scaling.md, "Where a SubmitAction's CPU goes").
 """
 
 from __future__ import annotations
@@ -216,6 +218,7 @@ async def load(kind: str, addresses: list[str], clients: int, offset: int, warmu
     channels = [grpc.aio.insecure_channel(a, options=[("grpc.use_local_subchannel_pool", 1)]) for a in addresses]
     lat: list[int] = []
     stats = {"get_game": 0, "games_finished": 0, "all": 0}
+    cpu0 = time.process_time()
     now = time.monotonic()
     warm_until, stop_at = now + warmup, now + warmup + seconds
     tasks = []
@@ -230,9 +233,10 @@ async def load(kind: str, addresses: list[str], clients: int, offset: int, warmu
     await asyncio.gather(*tasks)
     for ch in channels:
         await ch.close()
+    client_cpu = time.process_time() - cpu0
     for t in tables.values():  # kept as messages while playing: no copy per submit
         t.actions = _acts(t.actions)
-    return {"lat": lat, "tables": tables, **stats}
+    return {"lat": lat, "tables": tables, "client_cpu": client_cpu, **stats}
 
 
 def _load_proc(args: tuple[str, list[str], int, int, float, float, dict[int, Table]]) -> dict[str, Any]:
@@ -258,8 +262,10 @@ def cpu_seconds(pid: int) -> float:
 
 
 def run_load(kind: str, addresses: list[str], clients: int, procs: int, warmup: float, seconds: float,
-             server_pids: tuple[int, ...] = (), tables: dict[int, Table] | None = None) -> dict[str, Any]:  # fmt: skip
-    """One stretch of load; ``tables`` (updated) carries the engine clients' games on."""
+             server_pids: tuple[int, ...] = (), tables: dict[int, Table] | None = None,
+             redis_pid: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """One stretch of load; ``tables`` (updated) carries the engine clients' games on. CPU is
+    counted for the servers, Redis (when this script started it) and the load generator."""
     tables = {} if tables is None else tables
     per = [clients // procs + (1 if p < clients % procs else 0) for p in range(procs)]
     jobs = []
@@ -268,12 +274,14 @@ def run_load(kind: str, addresses: list[str], clients: int, procs: int, warmup: 
         mine = {i: t for i, t in tables.items() if first <= i < first + n}
         jobs.append((kind, addresses, n, first, warmup, seconds, mine))
     cpu0 = sum(cpu_seconds(p) for p in server_pids)
+    redis0 = cpu_seconds(redis_pid) if redis_pid else 0.0
     if procs == 1:
         results = [_load_proc(jobs[0])]
     else:
         with multiprocessing.get_context("spawn").Pool(procs) as pool:
             results = pool.map(_load_proc, jobs)
     cpu = sum(cpu_seconds(p) for p in server_pids) - cpu0
+    redis_cpu = cpu_seconds(redis_pid) - redis0 if redis_pid else 0.0
     for r in results:
         tables.update(r.pop("tables"))
     return {
@@ -283,6 +291,8 @@ def run_load(kind: str, addresses: list[str], clients: int, procs: int, warmup: 
         "get_game": sum(r["get_game"] for r in results),
         "games_finished": sum(r["games_finished"] for r in results),
         "cpu": cpu,
+        "redis_cpu": redis_cpu,
+        "client_cpu": sum(r["client_cpu"] for r in results),
     }
 
 
@@ -291,6 +301,7 @@ def summary(stretches: list[dict[str, Any]]) -> dict[str, Any]:
     lat = sorted(x for s in stretches for x in s["lat"])
     n, seconds = len(lat), sum(s["seconds"] for s in stretches)
     every, cpu = sum(s["all"] for s in stretches), sum(s["cpu"] for s in stretches)
+    redis_cpu, client_cpu = (sum(s[k] for s in stretches) for k in ("redis_cpu", "client_cpu"))
 
     def q(p: float) -> float:
         return lat[min(n - 1, int(p * n))] / 1000 if n else 0.0
@@ -305,6 +316,8 @@ def summary(stretches: list[dict[str, Any]]) -> dict[str, Any]:
         # server CPU per measured call (for the engine: per SubmitAction, its ListLegalActions and
         # CreateGame calls included), over the whole run with its warm-up
         "server_cpu_us": cpu / every * 1e6 if every else 0.0,
+        "redis_cpu_us": redis_cpu / every * 1e6 if every else 0.0,
+        "client_cpu_us": client_cpu / every * 1e6 if every else 0.0,
     }
 
 
@@ -422,11 +435,13 @@ def main() -> int:
     procs: list[subprocess.Popen[Any]] = []
     stretches: dict[str, list[dict[str, Any]]] = {}
     try:
+        redis_pid: int | None = None
         if args.redis_url:
             redis_url = args.redis_url
         else:
             rp, redis_url = start_redis()
             procs.append(rp)
+            redis_pid = rp.pid
         fp, faddr = start_floor(redis_url)
         procs.append(fp)
         ep, eaddr = start_engine(redis_url)
@@ -457,7 +472,7 @@ def main() -> int:
             warmup = args.warmup if r == 0 else min(args.warmup, 0.5)
             for name, kind, addresses, pids in phases:
                 s = run_load(kind, addresses, args.clients, args.client_procs, warmup, args.seconds / rounds,
-                             pids, tables[name])  # fmt: skip
+                             pids, tables[name], redis_pid if name in ("floor", "one", "light", "multi") else None)  # fmt: skip
                 stretches.setdefault(name, []).append(s)
     finally:
         for p in procs:
@@ -480,6 +495,9 @@ def main() -> int:
     print(f"server CPU per call                : floor {floor['server_cpu_us']:.0f} us, engine "
           f"{one['server_cpu_us']:.0f} us per SubmitAction (its ListLegalActions/CreateGame included): capacity "
           f"{floor['server_cpu_us'] / max(one['server_cpu_us'], 1e-9):.0%} of the floor")  # fmt: skip
+    print(f"CPU per call, server/Redis/client  : floor {floor['server_cpu_us']:.0f}/{floor['redis_cpu_us']:.0f}/"
+          f"{floor['client_cpu_us']:.0f} us, engine {one['server_cpu_us']:.0f}/{one['redis_cpu_us']:.0f}/"
+          f"{one['client_cpu_us']:.0f} us (Redis: only when this script started it)")  # fmt: skip
     print(f"engine, 1 process, legal-actions-only answers: {light['rps']:8.0f} calls/s  p50 {light['p50_us']:7.0f} us  "
           f"p99 {light['p99_us']:7.0f} us  server CPU {light['server_cpu_us']:.0f} us/submit "
           f"({light['rps'] / max(floor['rps'], 1e-9):.0%} of the floor)")  # fmt: skip
@@ -504,6 +522,10 @@ def main() -> int:
             "submit_vs_floor_by_round": [round(x, 3) for x in by_round],
             "floor_server_cpu_us": round(floor["server_cpu_us"], 1),
             "submit_server_cpu_us": round(one["server_cpu_us"], 1),
+            "floor_redis_cpu_us": round(floor["redis_cpu_us"], 1),
+            "submit_redis_cpu_us": round(one["redis_cpu_us"], 1),
+            "floor_client_cpu_us": round(floor["client_cpu_us"], 1),
+            "submit_client_cpu_us": round(one["client_cpu_us"], 1),
             "submit_rps_light": round(light["rps"], 1),
             "submit_p50_us_light": round(light["p50_us"], 1),
             "submit_server_cpu_us_light": round(light["server_cpu_us"], 1),
