@@ -14,7 +14,8 @@ then measures the same mixed load of other calls twice, without and with the wat
   ``--channels`` connections.
 
 Printed: p50/p99 of SubmitAction, GetGame, CreateGame and ListGames in both phases and their
-ratio, updates delivered per second to the active watchers and their delay (update time to
+ratio, beside the mean time the engine spent in each call's handler (from its own metrics: what
+the engine adds, apart from the machine's other work), updates delivered per second to the active watchers and their delay (update time to
 receipt), the engine's Redis connections and resident memory with the watchers open, and the
 CPU the engine and Redis used in each phase (cores busy: not disturbed by other work on the
 machine as latencies are). ``--pin`` puts the engine on a CPU of its own and everything else
@@ -218,12 +219,20 @@ def main() -> int:
                 with redis.Redis.from_url(url) as r:
                     return sum(1 for c in r.client_list() if c.get("cmd") != "client|list")
 
+            def served() -> dict[str, tuple[float, float]]:
+                """Per method: seconds its calls spent in the engine's handler, and their count."""
+                series = 'ascension_grpc_request_seconds_{}{{method="{}"}}'
+                return {m: (support.metric(e, series.format("sum", m)), support.metric(e, series.format("count", m)))
+                        for m in ("SubmitAction", "GetGame", "CreateGame", "ListGames")}  # fmt: skip
+
             print(f"phase 1: the load alone, {args.seconds:.0f}s", flush=True)
+            s0 = served()
             c0, r0, t0 = cpu_seconds(e.proc.pid), redis_cpu_seconds(url), time.monotonic()
             base = play_and_probe(stub, played, args.seconds, seed=1, rate=args.rate)
             cpu_alone = ((cpu_seconds(e.proc.pid) - c0) / (time.monotonic() - t0),
                          (redis_cpu_seconds(url) - r0) / (time.monotonic() - t0))  # fmt: skip
             conns_before = connections()
+            s1 = served()
 
             ctx = multiprocessing.get_context("spawn")
             ready, stop, results = ctx.Event(), ctx.Event(), ctx.Queue()
@@ -238,9 +247,11 @@ def main() -> int:
             rss = rss_mb(e.proc.pid)
             print(f"phase 2: the same load with the watchers open, {args.seconds:.0f}s", flush=True)
             c0, r0, t0 = cpu_seconds(e.proc.pid), redis_cpu_seconds(url), time.monotonic()
+            s1b = served()  # (GetGame calls above are not the load's)
             loaded = play_and_probe(stub, played, args.seconds, seed=2, rate=args.rate)
             elapsed = time.monotonic() - t0
             cpu_with = ((cpu_seconds(e.proc.pid) - c0) / elapsed, (redis_cpu_seconds(url) - r0) / elapsed)
+            s2 = served()
             stop.set()
             w = results.get(timeout=60)
             proc.join(60)
@@ -261,14 +272,23 @@ def main() -> int:
                            "redis_connections_with": conns_during, "engine_rss_mb": round(rss, 1),
                            "updates_per_second": round(w["updates"] / elapsed, 1),
                            "delay_p99_ms": round(w["delay_p99"] * 1000, 1), "calls": {}}  # fmt: skip
-    print(f"{'call':<13} {'p50 alone':>10} {'p50 with':>10} {'p99 alone':>10} {'p99 with':>10} {'p99 ratio':>10}")
+    def mean_ms(a: dict[str, tuple[float, float]], b: dict[str, tuple[float, float]], m: str) -> float:
+        n = b[m][1] - a[m][1]
+        return (b[m][0] - a[m][0]) / n * 1000 if n else float("nan")
+
+    print("latency at the client; 'in engine': the mean time in the engine's handler (its metrics)")
+    print(f"{'call':<13} {'p50 alone':>10} {'p50 with':>10} {'p99 alone':>10} {'p99 with':>10} {'p99 ratio':>10} "
+          f"{'in engine alone':>16} {'with':>7}")  # fmt: skip
     for name in base:
         b50, b99 = pct(base[name], 0.5) * 1000, pct(base[name], 0.99) * 1000
         l50, l99 = pct(loaded[name], 0.5) * 1000, pct(loaded[name], 0.99) * 1000
-        print(f"{name:<13} {b50:9.1f}ms {l50:9.1f}ms {b99:9.1f}ms {l99:9.1f}ms {l99 / b99:9.2f}x")
+        ea, ew = mean_ms(s0, s1, name), mean_ms(s1b, s2, name)
+        print(f"{name:<13} {b50:9.1f}ms {l50:9.1f}ms {b99:9.1f}ms {l99:9.1f}ms {l99 / b99:9.2f}x "
+              f"{ea:14.2f}ms {ew:5.2f}ms")  # fmt: skip
         out["calls"][name] = {"p50_ms_alone": round(b50, 2), "p50_ms_with": round(l50, 2),
                               "p99_ms_alone": round(b99, 2), "p99_ms_with": round(l99, 2),
-                              "n_alone": len(base[name]), "n_with": len(loaded[name])}  # fmt: skip
+                              "n_alone": len(base[name]), "n_with": len(loaded[name]),
+                              "engine_mean_ms_alone": round(ea, 3), "engine_mean_ms_with": round(ew, 3)}  # fmt: skip
     if args.json:
         print(json.dumps(out))
     return 0
