@@ -49,6 +49,8 @@ from ai_workers.bots.settings import DEFAULT_EXPLORATION
 
 def target(a: BotSpec, b: BotSpec, players: int, budget_ms: int) -> float | None:
     """The win rate A should reach against B (lower end of the 95% interval), if any."""
+    if a.iterations:
+        return None  # the targets are per time budget
     ms = a.time_ms if a.time_ms is not None else budget_ms
     pair = (a.name, b.name)
     if players == 2:

@@ -1,8 +1,10 @@
 """Bots against bots, for benchmarks (``benchmarks/strength.py``, ``benchmarks/ladder.py``).
 
 A player is named by a *spec*: ``name[@budget][:option=value]...``, for example ``heuristic``,
-``ismcts@1s``, ``ismcts@250ms:backup=paranoid:reuse=1``. The budget (``ms`` or ``s``) is the
-bot's thinking time per decision (else the tournament's); options are passed to the bot's
+``ismcts@1s``, ``ismcts@250ms:backup=paranoid:reuse=1``, ``ismcts@3000it``. The budget (``ms``
+or ``s``) is the bot's thinking time per decision (else the tournament's); ``it`` gives a search
+a fixed number of iterations instead, with no time limit, so that comparisons do not depend on
+the machine's load; options are passed to the bot's
 class (``ISMCTSBot(**options)``), so variants of one bot can meet in one run. Every seat gets
 a fresh bot instance per game and sees only its view; a decision with one legal action is
 played without asking the bot, as the AI runner does.
@@ -32,6 +34,7 @@ class BotSpec:
     name: str  # the registered bot
     time_ms: int | None  # None: the tournament's budget
     options: tuple[tuple[str, str], ...] = ()
+    iterations: int = 0  # > 0: this many search iterations per decision, no time limit
 
 
 def parse_spec(text: str) -> BotSpec:
@@ -39,9 +42,14 @@ def parse_spec(text: str) -> BotSpec:
     head, *opts = label.split(":")
     name, _, budget = head.partition("@")
     time_ms: int | None = None
+    iterations = 0
     if budget:
         b = budget.strip().lower()
-        if b.endswith("ms"):
+        if b.endswith("it"):
+            iterations = int(b[:-2])
+            if iterations <= 0:
+                raise ValueError(f"bot spec {text!r}: iterations must be > 0")
+        elif b.endswith("ms"):
             time_ms = int(float(b[:-2]))
         elif b.endswith("s"):
             time_ms = int(float(b[:-1]) * 1000)
@@ -55,7 +63,7 @@ def parse_spec(text: str) -> BotSpec:
         options.append((k.strip(), v.strip()))
     if not name.strip():
         raise ValueError(f"bot spec {text!r} names no bot")
-    return BotSpec(label, name.strip(), time_ms, tuple(options))
+    return BotSpec(label, name.strip(), time_ms, tuple(options), iterations)
 
 
 def make_bot(spec: BotSpec) -> Bot:
@@ -96,7 +104,8 @@ def play_game(
     settings = [
         BotSettings(
             name=sp.name,
-            time_ms=sp.time_ms if sp.time_ms is not None else budget_ms,
+            iterations=sp.iterations,
+            time_ms=0 if sp.iterations else sp.time_ms if sp.time_ms is not None else budget_ms,
             seed=seed * 8 + q,
             exploration=exploration,
         )

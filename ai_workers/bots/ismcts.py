@@ -72,6 +72,7 @@ class SearchOptions:
     widening_exp: float = 0.5
     reuse: bool = False
     horizon_turns: int = HORIZON_TURNS
+    tree_turns: int = HORIZON_TURNS  # turns the tree covers; later ones are rollout only
     rollout_eps: float = ROLLOUT_EPS
     evaluation: str = "lead"  # "lead" (logistic of the lead) or "softmax" (shares that sum to 1)
     fast: bool = True  # sample only the top of the center deck; play cards without listing
@@ -81,8 +82,8 @@ class SearchOptions:
             raise ValueError(f"backup must be one of {BACKUPS}, got {self.backup!r}")
         if self.evaluation not in ("lead", "softmax"):
             raise ValueError(f"evaluation must be 'lead' or 'softmax', got {self.evaluation!r}")
-        if self.widening < 0 or self.horizon_turns < 1:
-            raise ValueError("widening must be >= 0 and horizon_turns >= 1")
+        if self.widening < 0 or self.horizon_turns < 1 or self.tree_turns < 1:
+            raise ValueError("widening must be >= 0, horizon_turns and tree_turns >= 1")
 
 
 DEFAULT_OPTIONS = SearchOptions()
@@ -157,6 +158,7 @@ def search(
     deadline = start + settings.budget_ms / 1000.0
     c_explore = settings.exploration
     stop_turn = view.state.turn + options.horizon_turns
+    tree_stop = view.state.turn + min(options.tree_turns, options.horizon_turns)
     paranoid = options.backup == "paranoid"
     softmax = options.evaluation == "softmax"
     widen = options.widening
@@ -183,7 +185,7 @@ def search(
         acts = legal
         at_root = True
         # selection / expansion
-        while not s.over and s.turn < stop_turn:
+        while not s.over and s.turn < tree_stop:
             if not at_root:
                 if fast and s.decision is None and s.hands[s.active]:
                     apply_unchecked(s, PLAY | _first_best(s.hands[s.active], rank))

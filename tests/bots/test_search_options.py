@@ -77,6 +77,21 @@ def test_widening_and_paranoid_searches_answer_legal_actions() -> None:
             assert r.action in legal and r.iterations == 60
 
 
+def test_a_one_turn_tree_leaves_the_next_turn_to_the_rollout() -> None:
+    """tree_turns=1: the tree holds the searching seat's turn only (the next seat's turn is
+    played by the policy), where the default tree grows into it."""
+    settings = BotSettings(name="ismcts", iterations=400, seed=2)
+    for s in mid_game_states(3):
+        legal = rules.legal_actions(s)
+        me = s.to_move()
+        others = {}
+        for turns in (1, 2):
+            r = search(rules.view(s, me), legal, settings, SearchOptions(tree_turns=turns))
+            assert r.action in legal and r.tree is not None
+            others[turns] = sum(a != me for a in r.tree.actor[1:])
+        assert others[2] > 10 * max(1, others[1])
+
+
 def test_options_from_text() -> None:
     assert parse_options({"backup": "paranoid", "reuse": "1", "widening": "2"}) == SearchOptions(
         backup="paranoid", reuse=True, widening=2.0
@@ -97,8 +112,19 @@ def test_bot_specs() -> None:
     assert parse_spec("ismcts@250ms").time_ms == 250
     assert parse_spec("heuristic") == parse_spec(" heuristic ")
     assert parse_spec("heuristic").time_ms is None
+    fixed = parse_spec("ismcts@300it:reuse=1")
+    assert (fixed.iterations, fixed.time_ms, fixed.options) == (300, None, (("reuse", "1"),))
+    with pytest.raises(ValueError, match="iterations must be > 0"):
+        parse_spec("ismcts@0it")
     with pytest.raises(ValueError, match="not key=value"):
         parse_spec("ismcts:reuse")
+
+
+def test_a_fixed_iteration_budget_searches_exactly_that_many() -> None:
+    g = play_game([parse_spec("ismcts@20it"), parse_spec("heuristic")], seed=2, sets="ss",
+                  budget_ms=1)  # fmt: skip
+    st = g.stats[0]
+    assert st.searches > 0 and st.iterations == 20 * st.searches
 
 
 def test_a_three_player_game_between_specs_reports_the_search() -> None:
