@@ -28,7 +28,9 @@ widening of main-phase nodes (``widening``: a node with n visits may have about
 ``widening * n ** widening_exp`` children, best-scored by the policy first; ending the turn is
 always among them), and keeping the tree between the decisions of one turn (``reuse``, in
 :class:`ISMCTSBot`: the next search of the same seat in the same turn starts from the node of
-the action chosen last, with its statistics).
+the action chosen last, with its statistics). ``tree_turns`` is how many turns of the horizon
+the tree covers (the rest is rollout): 1, which leaves the next seat's turn to the policy, won
+55 of 100 games against the default 2 at 250 iterations, no proven gain (docs/bots.md).
 
 The answer is the root action with the most visits. The search only ever reads ``view``: two
 states that look the same to the seat give the same decision for the same seed.
