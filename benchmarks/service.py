@@ -446,15 +446,16 @@ def main() -> int:
         procs.append(fp)
         ep, eaddr = start_engine(redis_url)
         procs.append(ep)
-        phases: list[tuple[str, str, list[str], tuple[int, ...]]] = [
-            ("floor", "floor", [faddr], (fp.pid,)),
-            ("one", "engine", [eaddr], (ep.pid,)),
-            ("light", "engine-light", [eaddr], (ep.pid,)),
+        # (phase, load, addresses, server pids, pid of its Redis when this script started it)
+        phases: list[tuple[str, str, list[str], tuple[int, ...], int | None]] = [
+            ("floor", "floor", [faddr], (fp.pid,), redis_pid),
+            ("one", "engine", [eaddr], (ep.pid,), redis_pid),
+            ("light", "engine-light", [eaddr], (ep.pid,), redis_pid),
         ]
         if not args.skip_multi:
             mp, maddr = start_engine(redis_url, processes=args.processes)
             procs.append(mp)
-            phases.append(("multi", "engine", [maddr] * args.clients, descendants(mp.pid)))
+            phases.append(("multi", "engine", [maddr] * args.clients, descendants(mp.pid), redis_pid))
         if args.durability:
             for name, redis_args, engine_env in DURABILITY:
                 rp2, url2 = start_redis(*redis_args)
@@ -466,13 +467,13 @@ def main() -> int:
                     wait_replica(url2)
                 dp, daddr = start_engine(url2, extra=engine_env)
                 procs.append(dp)
-                phases.append((name, "engine", [daddr], (dp.pid,)))
+                phases.append((name, "engine", [daddr], (dp.pid,), rp2.pid))
         tables: dict[str, dict[int, Table]] = {name: {} for name, *_ in phases}
         for r in range(rounds):
             warmup = args.warmup if r == 0 else min(args.warmup, 0.5)
-            for name, kind, addresses, pids in phases:
+            for name, kind, addresses, pids, phase_redis in phases:
                 s = run_load(kind, addresses, args.clients, args.client_procs, warmup, args.seconds / rounds,
-                             pids, tables[name], redis_pid if name in ("floor", "one", "light", "multi") else None)  # fmt: skip
+                             pids, tables[name], phase_redis)  # fmt: skip
                 stretches.setdefault(name, []).append(s)
     finally:
         for p in procs:

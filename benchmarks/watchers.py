@@ -15,8 +15,8 @@ then measures the same mixed load of other calls twice, without and with the wat
 
 Printed: p50/p99 of SubmitAction, GetGame, CreateGame and ListGames in both phases and their
 ratio, beside the mean time the engine spent in each call's handler (from its own metrics: what
-the engine adds, apart from the machine's other work), updates delivered per second to the active watchers and their delay (update time to
-receipt), the engine's Redis connections and resident memory with the watchers open, and the
+the engine adds, apart from the machine's other work), updates delivered per second to the
+active watchers and their delay (update time to receipt), the engine's Redis connections and resident memory with the watchers open, and the
 CPU the engine and Redis used in each phase (cores busy: not disturbed by other work on the
 machine as latencies are). ``--pin`` puts the engine on a CPU of its own and everything else
 on the others, so that the latencies are the engine's rather than the machine's.

@@ -23,16 +23,13 @@ ever add resources; every "may" in them is asked separately), in the policy's or
 root they take no search either. The search is spent on what to buy and defeat, where to sail
 and how to answer choices.
 
-Options, off by default (docs/bots.md has what each measured against the defaults):
+Options, off by default (docs/bots.md gives what each measured against the defaults):
 progressive widening of main-phase nodes (``widening``: a node with n visits may have about
 ``widening * n ** widening_exp`` children, best-scored by the policy first; ending the turn is
-always among them; 78 of 200 head to head at 250 iterations: worse), and keeping the tree between the decisions of one turn
-(``reuse``, in :class:`ISMCTSBot`: the next search of the same seat in the same turn starts
-from the node of the action chosen last, with its statistics; 105 of 200 head to head, no
-proven gain). Paranoid backups won 224 of 300 3-player games against max^n's 229 on the same
-deals, so max^n stays the default. ``tree_turns`` is how many turns of the horizon
-the tree covers (the rest is rollout): 1, which leaves the next seat's turn to the policy, won
-55 of 100 games against the default 2 at 250 iterations, no proven gain (docs/bots.md).
+always among them), keeping the tree between the decisions of one turn (``reuse``, in
+:class:`ISMCTSBot`: the next search of the same seat in the same turn starts from the node of
+the action chosen last, with its statistics), and ``tree_turns``: how many turns of the horizon
+the tree covers (the rest is played by the rollout policy).
 
 The answer is the root action with the most visits. The search only ever reads ``view``: two
 states that look the same to the seat give the same decision for the same seed.
