@@ -35,7 +35,8 @@ from engine_service.store import (
     IdempotentRecord,
     NewGame,
     Store,
-    new_commit_id,
+    chained_commit_id,
+    first_commit_id,
 )
 
 log = logging.getLogger("ascension.engine.games")
@@ -165,7 +166,7 @@ class Games:
             admin_digest=tokens.digest(admin_token),
             created_ms=now_ms,
         )
-        commit_id = new_commit_id()
+        commit_id = first_commit_id(game_id)
         first = history.created(game_id, state)
         first.commit_id = commit_id
         to_move = state.to_move()
@@ -325,7 +326,7 @@ class Games:
         game_id, key, action = req.game_id, req.idempotency_key, req.action
         fingerprint = self._fingerprint(seat, req)
         version = rec.version + 1
-        commit_id = new_commit_id()
+        commit_id = chained_commit_id(rec.commit_id, seat, action)
         resp = epb.SubmitActionResponse()  # filled in place: its fields are not copied
         upd = resp.update
         history.played(upd, game_id, version, seat, action, s)

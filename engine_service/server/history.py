@@ -10,20 +10,29 @@ the stored state, byte for byte: a game written under another card catalog, or a
 changed under the replay (a store rollback), has no history to give.
 
 Rebuilt updates are the spectator's updates as first sent, except that they carry no time
-(``time_unix_ms`` 0) and no commit ids, but for the last one (the stored version's, so that
-the window's next update checks against it).
+(``time_unix_ms`` 0). Their commit ids are computed along the log (``chained_commit_id``) and
+given when they end on the stored version's: a watcher's last commit id is then checked
+against the history it continues (DATA_LOSS if the store holds another). A game whose ids are
+not chained (written by an earlier version of the engine) gets them only on the last update.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+from dataclasses import replace
 
 from engine_service import rules
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.server import convert
 from engine_service.server.meta import GameMeta
-from engine_service.store import GameRecord, Store, StoredUpdate
+from engine_service.store import (
+    GameRecord,
+    Store,
+    StoredUpdate,
+    chained_commit_id,
+    first_commit_id,
+)
 
 log = logging.getLogger("ascension.engine.history")
 
@@ -47,12 +56,13 @@ class _Replay:
     """A game replayed up to some version: kept so that the next watcher of the same game
     (or the same watcher, later) goes on from there instead of from the seed."""
 
-    __slots__ = ("entries", "state", "updates")
+    __slots__ = ("commit_ids", "entries", "state", "updates")
 
-    def __init__(self, state: rules.State, first: bytes) -> None:
+    def __init__(self, state: rules.State, first: bytes, first_id: str) -> None:
         self.entries: list[tuple[int, int]] = []  # the log entries replayed
         self.state = state  # after them
-        self.updates: list[bytes] = [first]  # updates[i] is version i + 1's
+        self.updates: list[bytes] = [first]  # updates[i] is version i + 1's, without ids
+        self.commit_ids: list[str] = [first_id]  # commit_ids[i]: version i + 1's, if chained
 
 
 class History:
@@ -75,19 +85,21 @@ class History:
         replay = self._replayed(rec, entries[: rec.version - 1])
         if replay is None:
             return None
-        out = [
-            StoredUpdate(version=v, commit_id="", parent_id="", update=replay.updates[v - 1])
-            for v in range(after + 1, rec.version + 1)
-        ]
-        last = pb.GameUpdate.FromString(out[-1].update)
-        last.commit_id = rec.commit_id
-        out[-1] = StoredUpdate(
-            version=rec.version,
-            commit_id=rec.commit_id,
-            parent_id="",
-            update=last.SerializeToString(),
-            over=rec.over,
-        )
+        ids = replay.commit_ids
+        chained = ids[rec.version - 1] == rec.commit_id
+        out = []
+        for v in range(after + 1, rec.version + 1):
+            cid = ids[v - 1] if chained else ""
+            parent = ids[v - 2] if chained and v > 1 else ""
+            if v == rec.version:
+                cid = rec.commit_id
+            raw = replay.updates[v - 1]
+            if cid:
+                u = pb.GameUpdate.FromString(raw)
+                u.commit_id, u.parent_commit_id = cid, parent
+                raw = u.SerializeToString()
+            out.append(StoredUpdate(version=v, commit_id=cid, parent_id=parent, update=raw))
+        out[-1] = replace(out[-1], over=rec.over)
         return out
 
     def _replayed(self, rec: GameRecord, entries: list[tuple[int, int]]) -> _Replay | None:
@@ -101,7 +113,7 @@ class History:
                 s = rules.new_game(
                     rules.GameConfig(sets=meta.sets, players=meta.players, seed=meta.seed)
                 )
-                replay = _Replay(s, _untimed(created(game_id, s)))
+                replay = _Replay(s, _untimed(created(game_id, s)), first_commit_id(game_id))
             s = replay.state
             for seat, action in entries[len(replay.entries) :]:
                 version = len(replay.updates) + 1
@@ -109,6 +121,7 @@ class History:
                 played(u, game_id, version, seat, action, s)
                 replay.updates.append(_untimed(u))
                 replay.entries.append((seat, action))
+                replay.commit_ids.append(chained_commit_id(replay.commit_ids[-1], seat, action))
             same = rules.serialize(s) == rules.serialize(rules.deserialize(rec.state))
         except (rules.RulesError, ValueError, KeyError, IndexError) as e:
             log.warning("game %s: its log does not replay (%s): no history to rebuild", game_id, e)

@@ -180,6 +180,7 @@ class WatchHub:
             return
         head = rec.version  # a version the store holds (or held: it may be trimmed since)
         rebuilds = 0
+        sent = False  # last_id came from this stream (else from the caller, unchecked)
         # Catch up (from the store's window, or a history rebuilt from the game's log when the
         # window no longer reaches back that far), then follow the game's feed; a stream that
         # falls behind the feed catches up again the same way.
@@ -196,11 +197,12 @@ class WatchHub:
                     raise self._trimmed(game_id, last, backlog)
                 self.metrics.watch_rebuilt.inc(len(rebuilt))
                 backlog = rebuilt
-            elif backlog and last_id and backlog[0].parent_id and backlog[0].parent_id != last_id:
-                raise self._lost(game_id, last, backlog[0].version - 1, observed=False)
+            # The history goes on from the caller's last update, or the store holds another.
+            if backlog and last_id and backlog[0].parent_id and backlog[0].parent_id != last_id:
+                raise self._lost(game_id, last, backlog[-1].version, observed=sent)
             for u in backlog:
                 yield u
-                last, last_id = u.version, u.commit_id
+                last, last_id, sent = u.version, u.commit_id, True
                 if u.over:
                     return
             watcher = self._join(game_id, last, last_id)
@@ -219,7 +221,7 @@ class WatchHub:
                             raise item.error
                         return
                     yield item
-                    last, last_id = item.version, item.commit_id
+                    last, last_id, sent = item.version, item.commit_id, True
                     if item.over or not active():
                         return
             finally:

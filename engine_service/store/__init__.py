@@ -16,6 +16,8 @@ from engine_service.store.base import (
     StoredUpdate,
     StoreError,
     StoreSettings,
+    chained_commit_id,
+    first_commit_id,
     new_commit_id,
 )
 from engine_service.store.caching import CachingStore
@@ -64,6 +66,8 @@ __all__ = [
     "StoreError",
     "StoreSettings",
     "StoredUpdate",
+    "chained_commit_id",
+    "first_commit_id",
     "new_commit_id",
     "open_store",
 ]

@@ -6,11 +6,11 @@ short window of recent updates, the action appended to the action log, the idemp
 (its fingerprint and version; the update itself is read back from the window) and the pending
 AI move (if an AI seat is to move next).
 
-Every commit writes a fresh random commit id, and the compare-and-set checks the commit id of
-the version it builds on as well as the number: a store that lost versions (a snapshot
-restore, a failover to a lagging replica) and was played on again holds the same version
-numbers with other commit ids, so nothing ever builds on, or serves, a history the store no
-longer holds. Implementations: Redis (production; standalone or Cluster) and in process (the
+Every commit writes a commit id that names the history up to it (``chained_commit_id``), and
+the compare-and-set checks the commit id of the version it builds on as well as the number: a
+store that lost versions (a snapshot restore, a failover to a lagging replica) and was played
+on differently holds the same version numbers with other commit ids, so nothing ever builds
+on, or serves, a history the store no longer holds. Implementations: Redis (production; standalone or Cluster) and in process (the
 embedded default), both behind :class:`CachingStore` in a server. Both behave the same; the
 service tests run on both.
 """
@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import abc
 import enum
+import hashlib
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # How many recent updates (and idempotency keys) a live game keeps: enough for watchers that
@@ -35,8 +36,26 @@ DEFAULT_FINISHED_WINDOW_TTL = 300  # seconds a finished game keeps its window of
 
 
 def new_commit_id() -> str:
-    """16 hex digits: unique per commit with overwhelming probability (64 random bits)."""
+    """16 hex digits at random: an id for a commit that names no history (store tests)."""
     return secrets.token_hex(8)
+
+
+# A game's commit ids name its whole history: version 1's is a hash of the game id, each
+# later one a hash of its parent's id and the (seat, action) played. The same history has the
+# same ids and any other history other ids (a store rollback played on differently), and a
+# history rebuilt from the replay log gets the ids it was first sent with, so a watcher's last
+# commit id can be checked however far behind the store's window it is.
+
+
+def first_commit_id(game_id: str) -> str:
+    """Version 1's commit id (16 hex digits)."""
+    return hashlib.blake2b(b"created:" + game_id.encode(), digest_size=8).hexdigest()
+
+
+def chained_commit_id(parent_id: str, seat: int, action: int) -> str:
+    """The commit id of the version that ``seat`` playing ``action`` makes of ``parent_id``'s."""
+    data = f"{parent_id}:{seat}:{action}".encode()
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +140,9 @@ class Commit:
     updated_ms: int
     ai_pending: bytes | None  # the next AI move's payload, or None (clears any pending one)
     enqueued_at: float
+    # This write's own random id: the store answers OK to this same Commit sent again (a lost
+    # reply), never to another request that makes the same commit id (the same action).
+    attempt: str = field(default_factory=new_commit_id)
 
 
 class CommitStatus(enum.Enum):

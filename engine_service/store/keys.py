@@ -58,15 +58,16 @@ def news_key(bucket: int) -> str:
     return f"{tag(bucket)}:news"
 
 
-_OVER, _RAW_IDS = 1, 2
+_OVER, _RAW_IDS, _ATTEMPT = 1, 2, 4
 
 
 def pack_window_entry(
-    version: int, over: bool, commit_id: str, parent_id: str, update: bytes
+    version: int, over: bool, commit_id: str, parent_id: str, update: bytes, attempt: str = ""
 ) -> bytes:
     """The version (4 bytes, big-endian: what the scripts read), flags, the commit id and its
     parent's (8 bytes each when they are 16 hex digits, as commit ids are; else each as a
-    length byte and its text), then the update."""
+    length byte and its text), the writing Commit's attempt id (8 bytes, when it has one of 16
+    hex digits), then the update."""
     flags = _OVER if over else 0
     try:
         ids = bytes.fromhex(commit_id) + bytes.fromhex(parent_id)
@@ -78,11 +79,23 @@ def pack_window_entry(
     else:
         c, p = commit_id.encode(), parent_id.encode()
         ids = bytes((len(c),)) + c + bytes((len(p),)) + p
+    if len(attempt) == 16:
+        try:
+            ids += bytes.fromhex(attempt)
+            flags |= _ATTEMPT
+        except ValueError:
+            pass
     return struct.pack(">IB", version, flags) + ids + update
 
 
 def unpack_window_entry(raw: bytes) -> tuple[int, bool, str, str, bytes]:
     """(version, over, commit id, parent's commit id, update)."""
+    version, over, cid, parent, _, update = unpack_window_entry_attempt(raw)
+    return version, over, cid, parent, update
+
+
+def unpack_window_entry_attempt(raw: bytes) -> tuple[int, bool, str, str, str, bytes]:
+    """(version, over, commit id, parent's commit id, attempt id or "", update)."""
     version, flags = struct.unpack_from(">IB", raw)
     if flags & _RAW_IDS:
         cid, parent, rest = raw[5:13].hex(), raw[13:21].hex(), 21
@@ -90,7 +103,10 @@ def unpack_window_entry(raw: bytes) -> tuple[int, bool, str, str, bytes]:
         n = raw[5]
         cid, m = raw[6 : 6 + n].decode(), raw[6 + n]
         parent, rest = raw[7 + n : 7 + n + m].decode(), 7 + n + m
-    return version, bool(flags & _OVER), cid, parent, raw[rest:]
+    attempt = ""
+    if flags & _ATTEMPT:
+        attempt, rest = raw[rest : rest + 8].hex(), rest + 8
+    return version, bool(flags & _OVER), cid, parent, attempt, raw[rest:]
 
 
 def reply_key(game_id: str, key: str) -> str:

@@ -45,6 +45,7 @@ class _Game:
     log: list[tuple[int, int]] = field(default_factory=list)
     idem: dict[str, IdempotentRecord] = field(default_factory=dict)
     ai: tuple[int, bytes, float] | None = None  # (version, payload, first enqueued)
+    attempt: str = ""  # the last commit's Commit.attempt
 
 
 class MemoryStore(Store):
@@ -109,7 +110,7 @@ class MemoryStore(Store):
             g = self._get(c.game_id)
             if g is None:
                 return CommitResult(CommitStatus.MISSING, 0)
-            if g.commit_id == c.commit_id:
+            if g.commit_id == c.commit_id and g.attempt == c.attempt:
                 return CommitResult(CommitStatus.OK, g.version, g.commit_id)
             if c.idem_key and c.idem_key in g.idem:
                 return CommitResult(
@@ -118,7 +119,7 @@ class MemoryStore(Store):
             if g.version != c.expected_version or g.commit_id != c.expected_commit_id:
                 return CommitResult(CommitStatus.CONFLICT, g.version, g.commit_id)
             g.version += 1
-            g.commit_id = c.commit_id
+            g.commit_id, g.attempt = c.commit_id, c.attempt
             g.state, g.over, g.to_move, g.updated_ms = c.state, c.over, c.to_move, c.updated_ms
             if len(g.updates) == g.updates.maxlen:
                 g.idem.pop(g.updates[0][1], None)  # its key leaves the window with it

@@ -90,14 +90,15 @@ return 1
 #       update, see keys.pack_window_entry), 7 log entry,
 #       8 idem key, 9 fingerprint, 10 over, 11 to_move, 12 updated ms, 13 ai payload,
 #       14 enqueued at, 15 window, 16 idle ttl, 17 finished ttl, 18 finished window ttl,
-#       19 news length
+#       19 news length, 20 attempt (this write's own random id)
 _COMMIT = """
-local cur = redis.call('HMGET', KEYS[1], 'version', 'cid')
+local cur = redis.call('HMGET', KEYS[1], 'version', 'cid', 'at')
 if not cur[1] then return {'missing', 0, ''} end
 -- A commit sent again, or a key used again, is answered without applying anything; the same
 -- value is written back so that a WAIT after this script covers the first write (WAIT counts
--- the replicas that have everything up to this connection's last write).
-if cur[2] == ARGV[4] then
+-- the replicas that have everything up to this connection's last write). The commit id alone
+-- does not tell: another request playing the same action makes the same id.
+if cur[2] == ARGV[4] and cur[3] == ARGV[20] then
   redis.call('HSET', KEYS[1], 'cid', cur[2])
   return {'ok', cur[1], cur[2]}
 end
@@ -114,7 +115,7 @@ local w = tonumber(ARGV[15])
 redis.call('RPUSH', KEYS[2], ARGV[6])
 redis.call('LTRIM', KEYS[2], -w, -1)
 redis.call('HSET', KEYS[1], 'state', ARGV[5], 'version', nv, 'cid', ARGV[4], 'over', ARGV[10],
-           'to_move', ARGV[11], 'updated', ARGV[12])
+           'to_move', ARGV[11], 'updated', ARGV[12], 'at', ARGV[20])
 -- The log is rewritten whole rather than appended to: APPEND reserves as much room again as
 -- the string holds (Redis grows strings greedily), a third of a game's memory by its end.
 redis.call('SET', KEYS[3], (redis.call('GET', KEYS[3]) or '') .. ARGV[7])
@@ -636,7 +637,8 @@ class RedisStore(Store):
             c.commit_id,
             c.state,
             keys.pack_window_entry(
-                c.expected_version + 1, c.over, c.commit_id, c.expected_commit_id, c.update
+                c.expected_version + 1, c.over, c.commit_id, c.expected_commit_id, c.update,
+                c.attempt,
             ),
             keys.pack_log_entry(c.seat, c.action),
             c.idem_key,
@@ -651,6 +653,7 @@ class RedisStore(Store):
             self.settings.finished_ttl,
             self.settings.finished_window_ttl,
             _NEWS_LENGTH,
+            c.attempt,
         )
         wait = self._wait() if self._wait_replicas > 0 else b""
         replies = await self._script(
@@ -665,13 +668,15 @@ class RedisStore(Store):
             prior = IdempotentRecord(int(version), fingerprint)
             if wait:  # the answer will be what the key wrote: it must be on the replicas too
                 self._check_replicas(replies[1], f"the version {int(version)} a retry is told of")
-        elif status is CommitStatus.CONFLICT and int(res[1]) > c.expected_version + 1:
+        elif (
+            status is CommitStatus.CONFLICT
+            and int(res[1]) > c.expected_version + 1
             # Was it ours, and then built upon? (the reply to our commit was lost)
-            mine = await self.update_at(c.game_id, c.expected_version + 1)
-            if mine is not None and mine.commit_id == c.commit_id:
-                status = CommitStatus.OK
-                await self._confirm(c.game_id, what)
-                wait = b""
+            and await self._attempt_at(c.game_id, c.expected_version + 1) == c.attempt
+        ):
+            status = CommitStatus.OK
+            await self._confirm(c.game_id, what)
+            wait = b""
         if status is CommitStatus.OK and wait:
             self._check_replicas(replies[1], what)
         if status is CommitStatus.OK and (c.over or (c.expected_version + 1) % keys.LOG_CHUNK == 0):
@@ -706,6 +711,15 @@ class RedisStore(Store):
             self._check_replicas(replies[1], "the version a retry is told of")
         version, _, fingerprint = raw.partition(b"|")
         return IdempotentRecord(int(version), fingerprint)
+
+    async def _attempt_at(self, game_id: str, version: int) -> str:
+        """The attempt id of the Commit that wrote ``version``, if the window holds it."""
+        window = keys.game_keys(game_id)[1]
+        (raw,) = await self._script(self._update_at, (window,), (version,))
+        if raw is None:
+            return ""
+        v, _, _, _, attempt, _ = keys.unpack_window_entry_attempt(raw)
+        return attempt if v == version else ""
 
     async def update_at(self, game_id: str, version: int) -> StoredUpdate | None:
         window = keys.game_keys(game_id)[1]

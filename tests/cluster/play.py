@@ -200,5 +200,11 @@ def check_watched(f: Follower, acked: list[Acked]) -> None:
     versions = [u.version for u in f.updates]
     assert versions == sorted(set(versions)) and versions[0] == 1
     by_version = {a.version: a.commit_id for a in acked}
-    assert all(by_version[u.version] == u.commit_id for u in f.updates[1:])
+    wrong = [
+        (u.version, u.commit_id, u.parent_commit_id, by_version.get(u.version))
+        for u in f.updates[1:]
+        if by_version.get(u.version) != u.commit_id
+    ]
+    assert not wrong, f"(version, watched commit, its parent, acked commit): {wrong[:8]}; " \
+        f"resumed {f.resumed}, skipped {f.skipped}"
     assert f.skipped or (f.updates[-1].over and f.updates[-1].version == acked[-1].version)

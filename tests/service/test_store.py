@@ -263,6 +263,15 @@ def test_window_entries_logs_and_metadata_as_kept() -> None:
         entry = keys.pack_window_entry(*args)
         assert keys.unpack_window_entry(entry) == args
     assert len(keys.pack_window_entry(7, False, cid, parent, b"")) == 21
+    # The attempt id of the Commit that wrote it (8 bytes more), read apart; entries written
+    # without one (before attempts existed) read as before.
+    attempt = new_commit_id()
+    entry = keys.pack_window_entry(7, True, cid, parent, b"u|7", attempt)
+    assert len(entry) == 21 + 8 + 3
+    assert keys.unpack_window_entry(entry) == (7, True, cid, parent, b"u|7")
+    assert keys.unpack_window_entry_attempt(entry) == (7, True, cid, parent, attempt, b"u|7")
+    old = keys.pack_window_entry(7, True, cid, parent, b"u|7")
+    assert keys.unpack_window_entry_attempt(old)[4] == ""
     entries = [(seat, (kind << 16) | arg) for seat in range(6) for kind in (1, 4) for arg in (0, 7, 300)] * 20
     raw = b"".join(keys.pack_log_entry(s, a) for s, a in entries)
     assert keys.unpack_log(raw) == keys.unpack_log(keys.pack_log(raw, over=True)) == entries

@@ -10,6 +10,7 @@ the common case rather than a race.
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 from collections.abc import AsyncIterator
 
@@ -110,6 +111,11 @@ def test_a_late_spectator_gets_the_whole_game_as_it_was_sent() -> None:
         # ... and equal to the updates the submits answered with (never rebuilt themselves).
         assert [untimed(u) for u in late[1:]] == [untimed(u) for u in sent]
         assert late[-1].over and late[-1].commit_id == sent[-1].commit_id != ""
+        # ... with the commit ids they were sent with: each names its history (the parent's
+        # id and the action), so the log gives them again.
+        ids = [(u.commit_id, u.parent_commit_id) for u in late]
+        assert ids == [(u.commit_id, u.parent_commit_id) for u in seen]
+        assert all(c and (p or u.version == 1) for (c, p), u in zip(ids, late, strict=True))
         # ... from any version, with the parent check of the last one a caller holds.
         rebuilt = games.metrics.watch_rebuilt._value.get()
         tail = await collect(watch(games, game.game_id, 40))
@@ -190,3 +196,40 @@ async def collect_some(it: AsyncIterator[bytes], n: int) -> list[pb.GameUpdate]:
         if len(out) == n:
             break
     return out
+
+
+def test_a_history_the_store_lost_is_data_loss_however_far_behind_the_window() -> None:
+    """A store rollback (a snapshot restored) played on differently, further than the window
+    reaches: a watcher resuming after a lost version gets DATA_LOSS, not the other history
+    rebuilt from the log; one that has the store's history goes on. Replaying the same actions
+    gives the same commit ids: a watcher of that history has lost nothing."""
+
+    async def run() -> None:
+        games, store = setup()
+        game = await create(games, players=2, seed=11)
+        gid = game.game_id
+        await play(games, game, 10, random.Random(1))  # versions 2..11
+        snapshot = copy.deepcopy(store._games[gid])
+        lost = await play(games, game, 10, random.Random(2))  # 12..21, then lost
+        store._games[gid] = copy.deepcopy(snapshot)
+        same = await play(games, game, 10, random.Random(2))  # the same actions again
+        assert [u.commit_id for u in same] == [u.commit_id for u in lost]
+        store._games[gid] = snapshot
+        other = await play(games, game, 15, random.Random(3))  # 12..26: another history
+        assert other[-1].version == 26 and other[-1].version - lost[-1].version > WINDOW
+        assert other[9].commit_id != lost[-1].commit_id
+        with pytest.raises(ServiceError) as e:
+            await collect_some(watch(games, gid, 21, lost[-1].commit_id), 1)
+        assert e.value.code is Code.DATA_LOSS and e.value.metadata["current_version"] == "26"
+        # From the middle of the lost history alike.
+        for u in (lost[3], lost[-2]):
+            with pytest.raises(ServiceError) as e:
+                await collect_some(watch(games, gid, u.version, u.commit_id), 1)
+            assert e.value.code is Code.DATA_LOSS
+        # The store's own history at version 21 goes on, rebuilt, with its commit ids.
+        tail = await collect_some(watch(games, gid, 21, other[9].commit_id), 5)
+        assert [(u.version, u.commit_id, u.parent_commit_id) for u in tail] == [
+            (u.version, u.commit_id, u.parent_commit_id) for u in other[10:]
+        ]
+
+    asyncio.run(run())
