@@ -101,9 +101,19 @@ class Weights:
     crew: float = 0.1541
     size: float = -0.0409
     next_to_play: float = 0.4027
+    hand: float = 0.0  # per unit of play value in the hand of the seat to play next
 
 
 WEIGHTS = Weights()
+# Fitted to 800 games of ISMCTS self-play at 200 iterations per decision, with the hand of the
+# seat to play next as a feature (``fit_eval --bot ismcts@200it --games 800 --seed 100000``).
+ISMCTS_WEIGHTS = Weights(
+    honor_start=0.1045, honor_end=0.2711, avg_play_start=2.1586, avg_play_end=1.6368,
+    turn_start=0.7538, turn_end=0.1283, pending_start=0.4507, pending_end=-0.0496,
+    crew=0.1933, size=-0.0689, next_to_play=-0.0127, hand=0.0613,
+)  # fmt: skip
+# Named weight sets, for searches that compare evaluations (``ismcts:weights=NAME``).
+WEIGHT_SETS: dict[str, Weights] = {"heuristic": WEIGHTS, "ismcts": ISMCTS_WEIGHTS}
 
 
 def pool_left(s: State) -> float:
@@ -113,7 +123,15 @@ def pool_left(s: State) -> float:
     return max(0.0, min(1.0, s.pool / s.config.honor_pool))
 
 
-def scores_linear(s: State, stats: list[SeatStats], w: Weights = WEIGHTS) -> list[float]:
+def hand_value(s: State, q: int, K: Knowledge) -> float:
+    """The play value of the cards in seat ``q``'s hand (what its next turn starts with)."""
+    play = K.play
+    return sum(play[c] for c in s.hands[q])
+
+
+def scores_linear(
+    s: State, stats: list[SeatStats], K: Knowledge, w: Weights = WEIGHTS
+) -> list[float]:
     f = pool_left(s)
     g = 1.0 - f
     wh = w.honor_start * f + w.honor_end * g
@@ -126,6 +144,8 @@ def scores_linear(s: State, stats: list[SeatStats], w: Weights = WEIGHTS) -> lis
         u += w.crew * min(s.crew[q], 9) + w.size * st.size
         if q == s.active:
             u += w.next_to_play
+            if w.hand:
+                u += w.hand * hand_value(s, q, K)
         out.append(u)
     return out
 
@@ -138,7 +158,9 @@ def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def evaluate(s: State, K: Knowledge, softmax: bool = False) -> list[float]:
+def evaluate(
+    s: State, K: Knowledge, softmax: bool = False, w: Weights = WEIGHTS
+) -> list[float]:
     """Rewards in [0, 1], one per seat: the chance of winning from here.
 
     Each seat's chance is the logistic of its score's lead over the best other seat's or, with
@@ -147,14 +169,14 @@ def evaluate(s: State, K: Knowledge, softmax: bool = False) -> list[float]:
     n = s.n
     stats = [seat_stats(s, q, K) for q in range(n)]
     if s.over:
-        w = winner(s)
+        won = winner(s)
         honor = [st.honor for st in stats]
         out = []
         for q in range(n):
             lead = honor[q] - max(honor[o] for o in range(n) if o != q)
-            out.append(WIN_WEIGHT * (q == w) + (1.0 - WIN_WEIGHT) * _sigmoid(lead / SCALE_HONOR))
+            out.append(WIN_WEIGHT * (q == won) + (1.0 - WIN_WEIGHT) * _sigmoid(lead / SCALE_HONOR))
         return out
-    u = scores_linear(s, stats)
+    u = scores_linear(s, stats, K, w)
     if softmax and n > 2:
         top = max(u)
         e = [math.exp(max(-30.0, x - top)) for x in u]

@@ -1,13 +1,14 @@
 """Fit the evaluation's weights to self-play: ``python -m ai_workers.bots.fit_eval``.
 
 Plays 2-player games of every set combination between heuristic players that take a random
-move (other than ending the turn) 10% of the time, records at the end of every turn, for each
+move (other than ending the turn) 10% of the time (or, with ``--bot SPEC``, between two copies
+of any bot spec of ``benchmarks/strength.py``, e.g. ``ismcts@300it``), records at the end of every turn, for each
 seat, its differences to the other seat in the evaluation's features, and fits a logistic
 regression of "this seat won" on them (Newton's method, a little L2). Features that should
 matter differently early and late are split in two, weighted by the fraction of the Honor pool
 left and by the rest. Prints the fitted :class:`~ai_workers.bots.evaluation.Weights`.
 
-    python -m ai_workers.bots.fit_eval [--games 3000] [--workers N] [--seed S]
+    python -m ai_workers.bots.fit_eval [--games 3000] [--bot SPEC] [--workers N] [--seed S]
 """
 
 from __future__ import annotations
@@ -16,16 +17,21 @@ import argparse
 import math
 import os
 import random
+import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 
-from ai_workers.bots.evaluation import pool_left, seat_stats
+from ai_workers.bots.arena import make_bot, parse_spec
+from ai_workers.bots.evaluation import hand_value, pool_left, seat_stats
 from ai_workers.bots.knowledge import knowledge
 from ai_workers.bots.policy import rollout_action
+from ai_workers.bots.settings import BotSettings
 from engine_service import rules
 
 FIELDS = (
     "honor_start", "honor_end", "avg_play_start", "avg_play_end", "turn_start", "turn_end",
-    "pending_start", "pending_end", "crew", "size", "next_to_play",
+    "pending_start", "pending_end", "crew", "size", "next_to_play", "hand",
 )  # fmt: skip
 Row = tuple[list[float], int]
 
@@ -42,19 +48,35 @@ def features(s: rules.State, q: int) -> list[float]:
     dp = st[q].pending - st[o].pending
     return [dh * f, dh * g, da * f, da * g, dt * f, dt * g, dp * f, dp * g,
             min(s.crew[q], 9) - min(s.crew[o], 9), st[q].size - st[o].size,
-            1.0 if s.active == q else 0.0]  # fmt: skip
+            1.0 if s.active == q else 0.0,
+            hand_value(s, q, K) if s.active == q else -hand_value(s, o, K) if s.active == o
+            else 0.0]  # fmt: skip
 
 
-def self_play(seed: int) -> list[Row]:
+def self_play(seed: int, bot: str = "") -> list[Row]:
+    """One game's rows; ``bot`` (a spec) plays both seats, else the noisy heuristic."""
     s = rules.new_game(
         rules.GameConfig(sets=("ss", "cotgi", "both")[seed % 3], players=2, seed=seed)
     )
     K = knowledge(s.T)
     rnd = random.Random(seed)
+    spec = parse_spec(bot) if bot else None
+    players = [make_bot(spec) for _ in range(2)] if spec else []
+    settings = [
+        BotSettings(name=spec.name, iterations=spec.iterations, time_ms=spec.time_ms or 0,
+                    seed=seed * 8 + q)
+        for q in range(2)
+    ] if spec else []  # fmt: skip
     seen: list[tuple[int, list[float]]] = []
     turn = s.turn
     while not s.over:
-        rules.apply_unchecked(s, rollout_action(s, rules.legal_actions(s), K, rnd, 0.1))
+        legal = rules.legal_actions(s)
+        if not spec or len(legal) == 1:
+            a = rollout_action(s, legal, K, rnd, 0.1) if not spec else legal[0]
+        else:
+            p = s.to_move()
+            a = players[p].choose(rules.view(s, p), legal, settings[p])
+        rules.apply_unchecked(s, a)
         if s.turn != turn and not s.over:
             turn = s.turn
             seen.extend((q, features(s, q)) for q in (0, 1))
@@ -108,12 +130,23 @@ def main() -> None:
     ap.add_argument("--games", type=int, default=3000)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bot", default="", help="a bot spec playing both seats, e.g. ismcts@300it")
     args = ap.parse_args()
+    if args.bot:
+        parse_spec(args.bot)  # a bad spec fails here, not in every worker
     seeds = range(args.seed, args.seed + args.games)
+    rows: list[Row] = []
+    t0 = time.time()
     with ProcessPoolExecutor(args.workers) as ex:
-        rows = [r for game in ex.map(self_play, seeds, chunksize=20) for r in game]
+        chunk = 1 if args.bot else 20
+        for k, game in enumerate(ex.map(partial(self_play, bot=args.bot), seeds, chunksize=chunk)):
+            rows.extend(game)
+            if args.bot and (k + 1) % 25 == 0:
+                print(f"[{(time.time() - t0) / 60:5.1f} min] {k + 1}/{args.games} games",
+                      file=sys.stderr, flush=True)  # fmt: skip
     w, loss = fit(rows)
-    print(f"# {len(rows)} positions from {args.games} games, mean log-loss {loss:.4f}")
+    who = args.bot or "heuristic (10% random moves)"
+    print(f"# {len(rows)} positions from {args.games} games of {who}, mean log-loss {loss:.4f}")
     print("Weights(" + ", ".join(f"{k}={v:.4f}" for k, v in zip(FIELDS, w, strict=True)) + ")")
 
 

@@ -44,7 +44,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ai_workers.bots.evaluation import evaluate
+from ai_workers.bots.evaluation import WEIGHT_SETS, evaluate
 from ai_workers.bots.knowledge import Knowledge, knowledge
 from ai_workers.bots.policy import best_action, forced_action, rollout_action
 from ai_workers.bots.sampling import sample
@@ -77,12 +77,15 @@ class SearchOptions:
     rollout_eps: float = ROLLOUT_EPS
     evaluation: str = "lead"  # "lead" (logistic of the lead) or "softmax" (shares that sum to 1)
     fast: bool = True  # sample only the top of the center deck; play cards without listing
+    weights: str = "heuristic"  # the evaluation's weight set (evaluation.WEIGHT_SETS)
 
     def __post_init__(self) -> None:
         if self.backup not in BACKUPS:
             raise ValueError(f"backup must be one of {BACKUPS}, got {self.backup!r}")
         if self.evaluation not in ("lead", "softmax"):
             raise ValueError(f"evaluation must be 'lead' or 'softmax', got {self.evaluation!r}")
+        if self.weights not in WEIGHT_SETS:
+            raise ValueError(f"weights must be one of {sorted(WEIGHT_SETS)}, got {self.weights!r}")
         if self.widening < 0 or self.horizon_turns < 1 or self.tree_turns < 1:
             raise ValueError("widening must be >= 0, horizon_turns and tree_turns >= 1")
 
@@ -162,6 +165,7 @@ def search(
     tree_stop = view.state.turn + min(options.tree_turns, options.horizon_turns)
     paranoid = options.backup == "paranoid"
     softmax = options.evaluation == "softmax"
+    weights = WEIGHT_SETS[options.weights]
     widen = options.widening
     widen_exp = options.widening_exp
     eps = options.rollout_eps
@@ -253,7 +257,7 @@ def search(
                 continue
             acts = legal_actions(s)
             apply_unchecked(s, rollout_action(s, acts, K, rnd, eps))
-        r = evaluate(s, K, softmax)
+        r = evaluate(s, K, softmax, weights)
         visits[root] += 1
         if paranoid:
             mine = r[me]

@@ -7,7 +7,17 @@ import pytest
 
 from ai_workers.bots import BotSettings
 from ai_workers.bots.arena import parse_spec, play_game
+from ai_workers.bots.evaluation import (
+    WEIGHT_SETS,
+    Weights,
+    evaluate,
+    hand_value,
+    scores_linear,
+    seat_stats,
+)
+from ai_workers.bots.fit_eval import FIELDS, self_play
 from ai_workers.bots.ismcts import ISMCTSBot, SearchOptions, analyse, parse_options, search
+from ai_workers.bots.knowledge import knowledge
 from engine_service import rules
 from engine_service.rules import actions as A
 from tests.ai.positions import mid_game_states
@@ -133,3 +143,32 @@ def test_a_three_player_game_between_specs_reports_the_search() -> None:
     assert g.winner in (0, 1, 2) and len(g.scores) == 3
     assert g.stats[0].searches > 0 and g.stats[0].iterations > 0
     assert g.stats[1].searches == 0 and g.stats[1].decisions > 0
+
+
+def test_weight_sets_are_named_options_and_change_the_evaluation() -> None:
+    assert parse_options({"weights": "ismcts"}).weights == "ismcts"
+    with pytest.raises(ValueError, match="weights must be one of"):
+        SearchOptions(weights="alphazero")
+    s = rules.new_game(rules.GameConfig(sets="both", players=3, seed=3))  # 5 cards in hand
+    K = knowledge(s.T)
+    stats = [seat_stats(s, q, K) for q in range(s.n)]
+    plain = scores_linear(s, stats, K, Weights())
+    with_hand = scores_linear(s, stats, K, Weights(hand=1.0))
+    hand = hand_value(s, s.active, K)
+    assert hand > 0
+    for q in range(s.n):  # only the seat to play next gains what its hand holds
+        assert with_hand[q] == pytest.approx(plain[q] + (hand if q == s.active else 0.0))
+    assert evaluate(s, K, w=WEIGHT_SETS["ismcts"]) != evaluate(s, K)
+    s = mid_game_states(1)[0]
+    legal = rules.legal_actions(s)
+    r = search(rules.view(s, s.to_move()), legal, FEW, SearchOptions(weights="ismcts"))
+    assert r.action in legal and r.iterations == 60
+
+
+def test_fit_rows_from_the_self_play_of_a_bot_spec() -> None:
+    rows = self_play(4, "ismcts@10it")
+    assert len(rows) > 20 and {y for _, y in rows} == {0, 1}
+    assert all(len(x) == len(FIELDS) for x, _ in rows)
+    # Each position gives both seats' rows: the same differences, opposite signs and labels.
+    (x0, y0), (x1, y1) = rows[0], rows[1]
+    assert y0 + y1 == 1 and x0[0] == -x1[0]
