@@ -1,9 +1,9 @@
 """Fit the evaluation's weights to self-play: ``python -m ai_workers.bots.fit_eval``.
 
 Plays 2-player games of every set combination between heuristic players that take a random
-move (other than ending the turn) 10% of the time (or, with ``--bot SPEC``, between two copies
-of any bot spec of ``benchmarks/strength.py``, e.g. ``ismcts@300it``), records at the end of every turn, for each
-seat, its differences to the other seat in the evaluation's features, and fits a logistic
+move (other than ending the turn) 10% of the time (or, with ``--bot SPEC``, between two
+copies of any bot spec of ``benchmarks/strength.py``, e.g. ``ismcts@300it``), records at the
+end of every turn, for each seat, its differences to the other seat in the evaluation's features, and fits a logistic
 regression of "this seat won" on them (Newton's method, a little L2). Features that should
 matter differently early and late are split in two, weighted by the fraction of the Honor pool
 left and by the rest. Prints the fitted :class:`~ai_workers.bots.evaluation.Weights`.
@@ -49,8 +49,7 @@ def features(s: rules.State, q: int) -> list[float]:
     return [dh * f, dh * g, da * f, da * g, dt * f, dt * g, dp * f, dp * g,
             min(s.crew[q], 9) - min(s.crew[o], 9), st[q].size - st[o].size,
             1.0 if s.active == q else 0.0,
-            hand_value(s, q, K) if s.active == q else -hand_value(s, o, K) if s.active == o
-            else 0.0]  # fmt: skip
+            hand_value(s, s.active, K) * (1.0 if s.active == q else -1.0)]  # fmt: skip
 
 
 def self_play(seed: int, bot: str = "") -> list[Row]:
@@ -71,8 +70,10 @@ def self_play(seed: int, bot: str = "") -> list[Row]:
     turn = s.turn
     while not s.over:
         legal = rules.legal_actions(s)
-        if not spec or len(legal) == 1:
-            a = rollout_action(s, legal, K, rnd, 0.1) if not spec else legal[0]
+        if not spec:
+            a = rollout_action(s, legal, K, rnd, 0.1)
+        elif len(legal) == 1:
+            a = legal[0]
         else:
             p = s.to_move()
             a = players[p].choose(rules.view(s, p), legal, settings[p])

@@ -10,8 +10,8 @@ the stored state, byte for byte: a game written under another card catalog, or a
 changed under the replay (a store rollback), has no history to give.
 
 Rebuilt updates are the spectator's updates as first sent, except that they carry no time
-(``time_unix_ms`` 0). Their commit ids are computed along the log (``chained_commit_id``) and
-given when they end on the stored version's: a watcher's last commit id is then checked
+(``time_unix_ms`` 0). Their commit ids are computed along the log (``chained_commit_id``), once
+per replay; when they end on the stored version's, a watcher's last commit id is checked
 against the history it continues (DATA_LOSS if the store holds another). A game whose ids are
 not chained (written by an earlier version of the engine) gets them only on the last update.
 """
@@ -61,8 +61,8 @@ class _Replay:
     def __init__(self, state: rules.State, first: bytes, first_id: str) -> None:
         self.entries: list[tuple[int, int]] = []  # the log entries replayed
         self.state = state  # after them
-        self.updates: list[bytes] = [first]  # updates[i] is version i + 1's, without ids
-        self.commit_ids: list[str] = [first_id]  # commit_ids[i]: version i + 1's, if chained
+        self.updates: list[bytes] = [first]  # updates[i] is version i + 1's, with chained ids
+        self.commit_ids: list[str] = [first_id]  # commit_ids[i]: version i + 1's
 
 
 class History:
@@ -86,19 +86,16 @@ class History:
         if replay is None:
             return None
         ids = replay.commit_ids
-        chained = ids[rec.version - 1] == rec.commit_id
-        out = []
-        for v in range(after + 1, rec.version + 1):
-            cid = ids[v - 1] if chained else ""
-            parent = ids[v - 2] if chained and v > 1 else ""
-            if v == rec.version:
-                cid = rec.commit_id
-            raw = replay.updates[v - 1]
-            if cid:
-                u = pb.GameUpdate.FromString(raw)
-                u.commit_id, u.parent_commit_id = cid, parent
-                raw = u.SerializeToString()
-            out.append(StoredUpdate(version=v, commit_id=cid, parent_id=parent, update=raw))
+        versions = range(after + 1, rec.version + 1)
+        if ids[rec.version - 1] == rec.commit_id:  # the updates carry the store's ids
+            out = [
+                StoredUpdate(v, ids[v - 1], ids[v - 2] if v > 1 else "", replay.updates[v - 1])
+                for v in versions
+            ]
+        else:  # not chained: ids only on the last, the stored version's
+            out = [StoredUpdate(v, "", "", _without_ids(replay.updates[v - 1])) for v in versions]
+            out[-1] = StoredUpdate(rec.version, rec.commit_id, "",
+                                   _with_ids(out[-1].update, rec.commit_id, ""))  # fmt: skip
         out[-1] = replace(out[-1], over=rec.over)
         return out
 
@@ -113,15 +110,20 @@ class History:
                 s = rules.new_game(
                     rules.GameConfig(sets=meta.sets, players=meta.players, seed=meta.seed)
                 )
-                replay = _Replay(s, _untimed(created(game_id, s)), first_commit_id(game_id))
+                first_id = first_commit_id(game_id)
+                first = created(game_id, s)
+                first.commit_id = first_id
+                replay = _Replay(s, _untimed(first), first_id)
             s = replay.state
             for seat, action in entries[len(replay.entries) :]:
                 version = len(replay.updates) + 1
                 u = pb.GameUpdate()
                 played(u, game_id, version, seat, action, s)
+                u.parent_commit_id = replay.commit_ids[-1]
+                u.commit_id = chained_commit_id(u.parent_commit_id, seat, action)
                 replay.updates.append(_untimed(u))
                 replay.entries.append((seat, action))
-                replay.commit_ids.append(chained_commit_id(replay.commit_ids[-1], seat, action))
+                replay.commit_ids.append(u.commit_id)
             same = rules.serialize(s) == rules.serialize(rules.deserialize(rec.state))
         except (rules.RulesError, ValueError, KeyError, IndexError) as e:
             log.warning("game %s: its log does not replay (%s): no history to rebuild", game_id, e)
@@ -138,3 +140,13 @@ class History:
 def _untimed(u: pb.GameUpdate) -> bytes:
     u.time_unix_ms = 0
     return u.SerializeToString()
+
+
+def _with_ids(raw: bytes, commit_id: str, parent_id: str) -> bytes:
+    u = pb.GameUpdate.FromString(raw)
+    u.commit_id, u.parent_commit_id = commit_id, parent_id
+    return u.SerializeToString()
+
+
+def _without_ids(raw: bytes) -> bytes:
+    return _with_ids(raw, "", "")

@@ -10,9 +10,9 @@ Every commit writes a commit id that names the history up to it (``chained_commi
 the compare-and-set checks the commit id of the version it builds on as well as the number: a
 store that lost versions (a snapshot restore, a failover to a lagging replica) and was played
 on differently holds the same version numbers with other commit ids, so nothing ever builds
-on, or serves, a history the store no longer holds. Implementations: Redis (production; standalone or Cluster) and in process (the
-embedded default), both behind :class:`CachingStore` in a server. Both behave the same; the
-service tests run on both.
+on, or serves, a history the store no longer holds. Implementations: Redis (production;
+standalone or Cluster) and in process (the embedded default), both behind
+:class:`CachingStore` in a server. Both behave the same; the service tests run on both.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ DEFAULT_FINISHED_WINDOW_TTL = 300  # seconds a finished game keeps its window of
 
 
 def new_commit_id() -> str:
-    """16 hex digits at random: an id for a commit that names no history (store tests)."""
+    """16 hex digits at random: a Commit's attempt id (and any id that names no history)."""
     return secrets.token_hex(8)
 
 

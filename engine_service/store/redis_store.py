@@ -712,22 +712,22 @@ class RedisStore(Store):
         version, _, fingerprint = raw.partition(b"|")
         return IdempotentRecord(int(version), fingerprint)
 
+    async def _window_entry(self, game_id: str, version: int) -> bytes | None:
+        """The raw window entry of ``version``, if the window holds it."""
+        window = keys.game_keys(game_id)[1]
+        (raw,) = await self._script(self._update_at, (window,), (version,))
+        if raw is None or keys.unpack_window_entry(raw)[0] != version:
+            return None
+        return bytes(raw)
+
     async def _attempt_at(self, game_id: str, version: int) -> str:
         """The attempt id of the Commit that wrote ``version``, if the window holds it."""
-        window = keys.game_keys(game_id)[1]
-        (raw,) = await self._script(self._update_at, (window,), (version,))
-        if raw is None:
-            return ""
-        v, _, _, _, attempt, _ = keys.unpack_window_entry_attempt(raw)
-        return attempt if v == version else ""
+        raw = await self._window_entry(game_id, version)
+        return "" if raw is None else keys.unpack_window_entry_attempt(raw)[4]
 
     async def update_at(self, game_id: str, version: int) -> StoredUpdate | None:
-        window = keys.game_keys(game_id)[1]
-        (raw,) = await self._script(self._update_at, (window,), (version,))
-        if raw is None:
-            return None
-        u = _stored_update(raw)
-        return u if u.version == version else None
+        raw = await self._window_entry(game_id, version)
+        return None if raw is None else _stored_update(raw)
 
     async def read_updates(
         self,
