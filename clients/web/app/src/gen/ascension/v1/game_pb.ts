@@ -723,7 +723,7 @@ export type GameView = Message<"ascension.v1.GameView"> & {
   rulesView: Uint8Array;
 
   /**
-   * names this exact version: a store rollback that
+   * names this exact history up to this version
    *
    * @generated from field: string commit_id = 15;
    */
