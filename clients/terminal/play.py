@@ -8,6 +8,8 @@ when it is your move again the screen is redrawn with a summary of what they did
 from __future__ import annotations
 
 import contextlib
+import select
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ Type the number of an action and press Enter. Other commands:
   q        quit (the game is abandoned)
 Costs: 3R = 3 Runes to acquire, 4P = 4 Power to defeat. H Hero, C Construct, M Monster.
 [YOU] [S2] are ships; Ghost is The Ghost Pirate; ● a Cursed Treasure coin on the board."""
+SIGNAL_CHECK_SECONDS = 0.2  # how long a signal may wait while the player is being asked
 HINT_MS = 1000  # search time asked for a hint (the engine caps it)
 HINTS_SHOWN = 3
 
@@ -42,6 +45,22 @@ HINTS_SHOWN = 3
 class QuitGame(Exception):
     """The player asked to leave."""
 
+
+
+def read_line(console: Console, prompt: str) -> str:
+    """Ask with ``prompt`` and read one line; EOFError when input ends.
+
+    Waits for the line in short slices before reading it: a Ctrl-C (or a closed terminal)
+    that lands just before a blocking read() begins, or on another thread (gRPC's), would
+    otherwise wait for the next Enter: Python runs signal handlers between bytecodes only."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file: nothing to wait on
+        return console.input(Text(prompt, style="bold"))
+    console.print(Text(prompt, style="bold"), end="")
+    while not select.select([fd], [], [], SIGNAL_CHECK_SECONDS)[0]:
+        pass
+    return input()
 
 @dataclass(slots=True)
 class Outcome:
@@ -70,7 +89,7 @@ class PlaySession:
         self.console = console
         self.game_id = game_id
         self.token = token
-        self.read = read or (lambda prompt: console.input(Text(prompt, style="bold")))
+        self.read = read or (lambda prompt: read_line(console, prompt))
         self.clear = clear and console.is_terminal
         self.log = EventLog()
         self.view: GameView = client.get_view(game_id, token)
