@@ -34,12 +34,14 @@ blocking read waits on.
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 
 BUCKETS = 64
 
 
+@functools.lru_cache(maxsize=1 << 16)  # called for every key of a game, and by watch readers
 def bucket_of(game_id: str) -> int:
     return zlib.crc32(game_id.encode()) % BUCKETS
 

@@ -755,24 +755,31 @@ class RedisStore(Store):
         last_ids: dict[str, str] = {}  # news stream -> its last id read
         bucket_of_news = {keys.news_key(b): b for b in by_bucket}
         pos = position if position is not None else {}
+        polling = len(by_bucket) > 1 and self.mode == "cluster"  # (one XREAD, one slot)
+        unread = False  # news since a position left to the XREAD below
         for b, part in by_bucket.items():
-            last_ids[keys.news_key(b)] = await self._catch_up(b, part, out, pos)
+            last_ids[keys.news_key(b)], skipped = await self._catch_up(
+                b, part, out, pos, leave_to_xread=not polling
+            )
+            unread |= skipped
         loop = asyncio.get_running_loop()
         deadline = loop.time() + block_ms / 1000
         while not out:
             left = int((deadline - loop.time()) * 1000)
-            if left <= 0:
+            if left <= 0 and not unread:
                 break
-            if len(last_ids) > 1 and self.mode == "cluster":  # (one XREAD, one slot)
+            if polling:
                 await asyncio.sleep(min(left, 50) / 1000)
                 for b, part in by_bucket.items():
-                    last_ids[keys.news_key(b)] = await self._catch_up(b, part, out, pos)
+                    last_ids[keys.news_key(b)], _ = await self._catch_up(b, part, out, pos)
                 continue
             # Not tried again here: the watch hub, told of the error, first checks that the
             # store still holds what it read (a failover may have lost the last commits), then
             # reads on.
-            block = _pack("XREAD", "COUNT", _NEWS_LENGTH, "BLOCK", min(left, self._max_block_ms),
-                          "STREAMS", *last_ids, *last_ids.values())  # fmt: skip
+            wait = ("BLOCK", min(left, self._max_block_ms)) if left > 0 else ()  # (else: a look)
+            block = _pack("XREAD", "COUNT", _NEWS_LENGTH, *wait, "STREAMS", *last_ids,
+                          *last_ids.values())  # fmt: skip
+            unread = False
             (res,) = await self._guard(self._hot.call(next(iter(last_ids)), block, retry=False))
             if not res:
                 continue
@@ -787,7 +794,7 @@ class RedisStore(Store):
                 if named:
                     await self._news(b, named, out)
                 last_ids[news] = _text(entries[-1][0])
-                pos[news] = (last_ids[news], frozenset(part))
+                pos[news] = (last_ids[news], pos[news][1])  # (set by _catch_up for this call)
         if out and self._wait_replicas > 0:
             # Watchers get only what the replicas hold (as submits are only acknowledged
             # then): one confirmation covers the game's slot.
@@ -800,9 +807,14 @@ class RedisStore(Store):
         cursors: Mapping[str, int],
         out: dict[str, list[StoredUpdate]],
         pos: dict[str, Any],
-    ) -> str:
+        *,
+        leave_to_xread: bool = False,
+    ) -> tuple[str, bool]:
         """The news of ``bucket``'s games since the reader's position (every game's window if
-        it has none, or the news since may have been trimmed); returns the id read up to."""
+        it has none, or the news since may have been trimmed); returns the id read up to, and
+        whether reading the news since was left to the caller's XREAD (``leave_to_xread``,
+        when the reader's games are the same: a round trip saved each time a reader wakes,
+        and readers of idle games wake every block_ms)."""
         news = keys.news_key(bucket)
         known = pos.get(news)
         if known is None:
@@ -810,6 +822,13 @@ class RedisStore(Store):
         else:
             since, had = known
             new = {g: v for g, v in cursors.items() if g not in had}
+            if not new and leave_to_xread:
+                # The XREAD reads the news since, at once if there is any; a stretch trimmed
+                # meanwhile comes back as a full COUNT (the stream keeps at least that many),
+                # read as a gap.
+                if len(had) != len(cursors):  # fewer games
+                    pos[news] = (since, frozenset(cursors))
+                return str(since), True
             (row,) = await self._script(self._news_since, (news,), (since, _NEWS_LENGTH))
             gids, last, gap = row
             last = _text(last)
@@ -821,7 +840,7 @@ class RedisStore(Store):
             if named:
                 await self._news(bucket, named, out)
         pos[news] = (last, frozenset(cursors))
-        return last
+        return last, False
 
     async def _news(
         self, bucket: int, cursors: Mapping[str, int], out: dict[str, list[StoredUpdate]]
