@@ -745,7 +745,8 @@ class RedisStore(Store):
         read each bucket's news up to, and which games it had then. The next call reads the
         windows of the games named in the news since then (and of games new to the reader)
         only, instead of every game's: a reader of a few busy games among thousands of idle
-        ones does not read every idle window each time one game moves."""
+        ones does not read every idle window each time one game moves. With the same games
+        as before, the news since is read by the XREAD itself (no script first)."""
         if not cursors:
             return {}
         by_bucket: dict[int, dict[str, int]] = {}
