@@ -194,6 +194,18 @@ if #es >= tonumber(ARGV[2]) then gap = 1 end
 return {gids, #es > 0 and es[#es][1] or ARGV[1], gap}
 """
 
+# KEYS: game records. Each one's version and commit id (nil and nil: no such game).
+_HEADS = """
+local out = {}
+for i = 1, #KEYS do
+  local r = redis.call('HMGET', KEYS[i], 'version', 'cid')
+  out[2 * i - 1] = r[1]
+  out[2 * i] = r[2]
+end
+return out
+"""
+_HEADS_PER_CALL = 500  # records read by one script call (each call holds Redis briefly)
+
 # KEYS: window; ARGV: version. The entry of that version, if the window holds it.
 _UPDATE_AT = """
 local top = redis.call('LINDEX', KEYS[1], -1)
@@ -522,6 +534,7 @@ class RedisStore(Store):
         self._idempotent = self.r.register_script(_IDEMPOTENT)
         self._news_script = self.r.register_script(_NEWS)
         self._news_since = self.r.register_script(_NEWS_SINCE)
+        self._heads = self.r.register_script(_HEADS)
         self._update_at = self.r.register_script(_UPDATE_AT)
         self._touch = self.r.register_script(_TOUCH)
         self._replace = self.r.register_script(_REPLACE)
@@ -868,20 +881,21 @@ class RedisStore(Store):
         return _text(last)
 
     async def heads(self, game_ids: list[str]) -> dict[str, tuple[int, str]]:
-        if not game_ids:
-            return {}
-        try:
-            async with self.r.pipeline(transaction=False) as p:
-                for gid in game_ids:
-                    p.hmget(keys.game_keys(gid)[0], "version", "cid")
-                rows = await p.execute()
-        except (RedisError, RedisClusterException) as e:
-            raise StoreError(f"redis: {e}") from e
-        return {
-            gid: (int(version), _text(cid))
-            for gid, (version, cid) in zip(game_ids, rows, strict=True)
-            if version is not None
-        }
+        """One script call per bucket (and per _HEADS_PER_CALL games): the watch hub checks
+        all its games every few seconds, and a pipeline of one HMGET per game held the event
+        loop for milliseconds at a time, packing and parsing each command in Python."""
+        by_bucket: dict[int, list[str]] = {}
+        for gid in game_ids:
+            by_bucket.setdefault(keys.bucket_of(gid), []).append(gid)
+        out: dict[str, tuple[int, str]] = {}
+        for gids in by_bucket.values():
+            for i in range(0, len(gids), _HEADS_PER_CALL):
+                part = gids[i : i + _HEADS_PER_CALL]
+                (row,) = await self._script(self._heads, [keys.game_keys(g)[0] for g in part], ())
+                for gid, version, cid in zip(part, row[::2], row[1::2], strict=True):
+                    if version is not None:
+                        out[gid] = (int(version), _text(cid))
+        return out
 
     async def first_update_version(self, game_id: str) -> int | None:
         window = keys.game_keys(game_id)[1]

@@ -139,6 +139,38 @@ def test_compare_and_set_on_version_and_commit_id(make_store: Callable[..., Stor
     _run(make_store(), body)
 
 
+def test_heads_of_many_games_over_buckets_and_script_calls(
+    make_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watch hub's check of its games: every game that exists, with its version and
+    commit id, whatever the buckets and however many script calls it takes."""
+    from engine_service.store import redis_store
+
+    monkeypatch.setattr(redis_store, "_HEADS_PER_CALL", 3)
+
+    async def body(store: Store) -> None:
+        gids = [_game_id() for _ in range(12)]
+        cids = {g: await _create(store, g) for g in gids}
+        moved = gids[0]
+        after = await store.commit(_commit(moved, 1, cids[moved]))
+        one_bucket = [g for g in gids if keys.bucket_of(g) == keys.bucket_of(moved)]
+        while len(one_bucket) < 7:  # more than two calls' worth in one bucket
+            g = _game_id()
+            if keys.bucket_of(g) == keys.bucket_of(moved):
+                cids[g] = await _create(store, g)
+                gids.append(g)
+                one_bucket.append(g)
+        assert len({keys.bucket_of(g) for g in gids}) > 1
+        gone = [_game_id(), _game_id()]
+        heads = await store.heads([*gone[:1], *gids, *gone[1:]])
+        want = {g: (1, cids[g]) for g in gids}
+        want[moved] = (2, after.commit_id)
+        assert heads == want
+        assert await store.heads([]) == {}
+
+    _run(make_store(), body)
+
+
 def test_the_window_of_updates_and_idempotency_keys(make_store: Callable[..., Store]) -> None:
     async def body(store: Store) -> None:
         gid = _game_id()
