@@ -46,7 +46,6 @@ class QuitGame(Exception):
     """The player asked to leave."""
 
 
-
 def read_line(console: Console, prompt: str) -> str:
     """Ask with ``prompt`` and read one line; EOFError when input ends.
 
@@ -61,6 +60,7 @@ def read_line(console: Console, prompt: str) -> str:
     while not select.select([fd], [], [], SIGNAL_CHECK_SECONDS)[0]:
         pass
     return input()
+
 
 @dataclass(slots=True)
 class Outcome:

@@ -882,7 +882,7 @@ class RedisStore(Store):
 
     async def heads(self, game_ids: list[str]) -> dict[str, tuple[int, str]]:
         """One script call per bucket (and per _HEADS_PER_CALL games): the watch hub checks
-        all its games every few seconds, and a pipeline of one HMGET per game held the event
+        all its games every 30 s, and a pipeline of one HMGET per game held the event
         loop for milliseconds at a time, packing and parsing each command in Python."""
         by_bucket: dict[int, list[str]] = {}
         for gid in game_ids:

@@ -36,7 +36,9 @@ def test_ctrl_c_taken_by_another_thread_still_stops_the_prompt() -> None:
     # stdin: a pipe that stays open and empty, as a terminal where nobody types.
     r, w = os.pipe()
     try:
-        proc = subprocess.Popen([sys.executable, "-c", SCRIPT], stdin=r, stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT], stdin=r, stdout=subprocess.PIPE, text=True
+        )
         try:
             out, _ = proc.communicate(timeout=20)
         finally:
