@@ -370,7 +370,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console(highlight=False)
     # A closed terminal (SIGHUP) or a kill (SIGTERM) unwinds like Ctrl-C: the private engine
-    # is stopped by the `finally` that started it.
+    # is stopped by the `finally` that started it. Ctrl-C itself is set too: Python leaves it
+    # ignored when the parent ignored it (e.g. a non-interactive shell's `cmd &`).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     commands = {

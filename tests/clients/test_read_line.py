@@ -21,6 +21,7 @@ def interrupt_from_another_thread():
     time.sleep(0.5)
     signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # this thread, not the main one
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as the CLI does (the parent may ignore it)
 threading.Thread(target=interrupt_from_another_thread).start()
 try:
     read_line(Console(), "Your choice: ")
