@@ -842,7 +842,7 @@ class RedisStore(Store):
                 # read as a gap.
                 if len(had) != len(cursors):  # fewer games
                     pos[news] = (since, frozenset(cursors))
-                return str(since), True
+                return since, True
             (row,) = await self._script(self._news_since, (news,), (since, _NEWS_LENGTH))
             gids, last, gap = row
             last = _text(last)

@@ -2,8 +2,8 @@
 
 Python runs a signal handler only between bytecodes. A SIGINT taken by another thread (gRPC's
 threads do not block it) or arriving just before the blocking read() starts sets the handler's
-flag but does not interrupt the read: ``input()`` alone would then wait for the next Enter
-(seen once in CI: Ctrl-C at the prompt, no exit for 30 s)."""
+flag but does not interrupt the read: ``input()`` alone would then wait for the next Enter.
+(A client started with SIGINT ignored by its parent: ``test_terminal_e2e.py``.)"""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import re
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
@@ -32,14 +33,22 @@ def plain(text: str) -> str:
 class Terminal:
     """``ascension ARGS`` in an 80x24 pseudo-terminal; ``output`` is everything it printed."""
 
-    def __init__(self, args: list[str], *, rows: int = 24, cols: int = 80, timeout: float = 60):
+    def __init__(
+        self,
+        args: list[str],
+        *,
+        rows: int = 24,
+        cols: int = 80,
+        timeout: float = 60,
+        preexec_fn: Callable[[], None] | None = None,
+    ):
         cmd = ascension_command()
         env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(cols), LINES=str(rows))
         env.pop("NO_COLOR", None)
         self._out = io.StringIO()
         self.child = pexpect.spawn(
             cmd[0], [*cmd[1:], *args], env=env, dimensions=(rows, cols), encoding="utf-8",
-            codec_errors="replace", timeout=timeout,
+            codec_errors="replace", timeout=timeout, preexec_fn=preexec_fn,
         )  # fmt: skip
         self.child.logfile_read = self._out
 
