@@ -23,6 +23,7 @@ from engine_service.server import convert, errors, history, tokens, validate
 from engine_service.server.dispatch import Dispatcher
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
+from engine_service.server.limits import LogLimiter
 from engine_service.server.meta import GameMeta, MetaCache
 from engine_service.server.metrics import Metrics
 from engine_service.server.state_cache import StateCache
@@ -40,6 +41,7 @@ from engine_service.store import (
 )
 
 log = logging.getLogger("ascension.engine.games")
+unreadable_log = LogLimiter(log)
 
 
 def require_turn(s: rules.State, seat: int, why: str = "") -> None:
@@ -395,7 +397,24 @@ class Games:
         rows = await self.store.list_games(before, size, req.active_only)
         out = epb.ListGamesResponse()
         for r in rows:
-            meta = self.meta.get(r.game_id, r.meta)
+            try:
+                meta = self.meta.get(r.game_id, r.meta)
+            except (ValueError, KeyError, TypeError) as e:
+                # One record this engine cannot read (written by another version, or damaged)
+                # must not take the listing down for every caller: listed with what it holds.
+                unreadable_log.warning(
+                    "game %s: unreadable metadata (%r): listed without", r.game_id, e
+                )
+                out.games.append(
+                    epb.GameSummary(
+                        game_id=r.game_id,
+                        version=r.version,
+                        to_move=r.to_move,
+                        over=r.over,
+                        updated_unix_ms=r.updated_ms,
+                    )
+                )
+                continue
             out.games.append(
                 epb.GameSummary(
                     game_id=r.game_id,

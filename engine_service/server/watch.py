@@ -25,7 +25,7 @@ import collections
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,13 +75,35 @@ class _Feed:
     recent: collections.deque[StoredUpdate] = field(default_factory=collections.deque)
 
 
+class _Cursors(Mapping[str, int]):
+    """A group's feeds as the store sees them (game id -> cursor), live: a reader's blocking
+    read sees the games joined and the cursors moved while it waits."""
+
+    __slots__ = ("feeds",)
+
+    def __init__(self, feeds: dict[str, _Feed]) -> None:
+        self.feeds = feeds
+
+    def __getitem__(self, game_id: str) -> int:
+        return self.feeds[game_id].cursor
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.feeds)
+
+    def __len__(self) -> int:
+        return len(self.feeds)
+
+    def __contains__(self, game_id: object) -> bool:
+        return game_id in self.feeds
+
+
 class WatchHub:
     def __init__(
         self,
         store: Store,
         metrics: Metrics,
         limits: WatchLimits | None = None,
-        block_ms: int = 500,
+        block_ms: int = 10_000,
         verify_seconds: float = 30.0,
     ) -> None:
         self.store = store
@@ -205,11 +227,14 @@ class WatchHub:
                 last, last_id, sent = u.version, u.commit_id, True
                 if u.over:
                     return
-            watcher = self._join(game_id, last, last_id)
-            if watcher is None:
+            joined = self._join(game_id, last, last_id)
+            if joined is None:
                 continue
+            watcher, new_feed = joined
             rebuilds = 0
             try:
+                if new_feed:
+                    await self._follow_up(game_id)
                 while True:
                     # A caller that goes away cancels this task (gRPC does): no polling needed.
                     item = await watcher.queue.get()
@@ -269,13 +294,15 @@ class WatchHub:
 
     # ---- feeds -------------------------------------------------------------------------
 
-    def _join(self, game_id: str, last: int, last_id: str) -> _Watcher | None:
-        """A watcher of the game's feed that has everything up to ``last``; None when the feed
-        is further ahead than its recent updates reach (read the store again first)."""
+    def _join(self, game_id: str, last: int, last_id: str) -> tuple[_Watcher, bool] | None:
+        """A watcher of the game's feed that has everything up to ``last``, and whether the
+        feed is new; None when the feed is further ahead than its recent updates reach (read
+        the store again first)."""
         group = self.store.group_of(game_id)
         feeds = self._feeds[group]
         feed = feeds.get(game_id)
         watcher = _Watcher(asyncio.Queue(self.limits.queue), last)
+        new_feed = feed is None
         if feed is None:
             feed = feeds[game_id] = _Feed(game_id, last, last_id)
             feed.recent = collections.deque(maxlen=self.limits.queue)
@@ -290,7 +317,23 @@ class WatchHub:
         reader = self._readers.get(group)
         if reader is None or reader.done():
             self._readers[group] = asyncio.create_task(self._read(group), name=f"watch-{group}")
-        return watcher
+        return watcher, new_feed
+
+    async def _follow_up(self, game_id: str) -> None:
+        """Reads a new feed's game once more, now that its reader knows it: what was committed
+        between the joiner's read and its join, which the reader (waiting for news, for up to
+        ``block_ms``) may have passed over before the game was its own."""
+        group = self.store.group_of(game_id)
+        feed = self._feeds[group].get(game_id)
+        if feed is None:
+            return
+        async with self._joining:
+            ups = (await self.store.read_updates({game_id: feed.cursor}, 0)).get(game_id)
+        feed = self._feeds[group].get(game_id)  # (it may have moved on, or ended, meanwhile)
+        if ups and feed is not None:
+            fresh = [u for u in ups if u.version > feed.cursor]
+            if fresh:
+                self._deliver(group, feed, fresh)
 
     def _part(self, game_id: str, watcher: _Watcher) -> None:
         feeds = self._feeds[self.store.group_of(game_id)]
@@ -358,6 +401,7 @@ class WatchHub:
 
     async def _read(self, group: int) -> None:
         feeds = self._feeds[group]
+        cursors = _Cursors(feeds)
         next_verify = time.monotonic() + self.verify_seconds
         failing = False
         position: dict[str, Any] = {}  # the store's note of what this reader has read
@@ -368,7 +412,6 @@ class WatchHub:
                     next_verify = time.monotonic() + self.verify_seconds
                     failing = False
                     continue
-                cursors = {gid: f.cursor for gid, f in feeds.items()}
                 news = await self.store.read_updates(cursors, self.block_ms, position)
             except StoreError as e:
                 if not failing:

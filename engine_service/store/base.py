@@ -227,7 +227,9 @@ class Store(abc.ABC):
         window's worth per game). When there are none, wait up to ``block_ms`` for one (0: do
         not wait). Games without news are left out. ``position``: a dict the caller keeps
         between its calls (empty at first), where a store may note what it has read so far so
-        as to read only what changed next time."""
+        as to read only what changed next time. ``cursors`` may change while the call waits
+        (the watch hub adds games and moves cursors): a store reads each game from its cursor
+        as it is when the game's news comes."""
 
     @abc.abstractmethod
     async def heads(self, game_ids: list[str]) -> dict[str, tuple[int, str]]:

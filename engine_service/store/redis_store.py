@@ -650,7 +650,11 @@ class RedisStore(Store):
             c.commit_id,
             c.state,
             keys.pack_window_entry(
-                c.expected_version + 1, c.over, c.commit_id, c.expected_commit_id, c.update,
+                c.expected_version + 1,
+                c.over,
+                c.commit_id,
+                c.expected_commit_id,
+                c.update,
                 c.attempt,
             ),
             keys.pack_log_entry(c.seat, c.action),
@@ -759,12 +763,22 @@ class RedisStore(Store):
         windows of the games named in the news since then (and of games new to the reader)
         only, instead of every game's: a reader of a few busy games among thousands of idle
         ones does not read every idle window each time one game moves. With the same games
-        as before, the news since is read by the XREAD itself (no script first)."""
+        as before, the news since is read by the XREAD itself (no script first). Games of one
+        bucket are looked up in ``cursors`` itself when news comes: a game the caller adds
+        while the call waits is read from its cursor then (not at the next call)."""
         if not cursors:
             return {}
-        by_bucket: dict[int, dict[str, int]] = {}
-        for gid, v in cursors.items():
-            by_bucket.setdefault(keys.bucket_of(gid), {})[gid] = v
+        by_bucket: dict[int, Mapping[str, int]] = {}
+        buckets = {keys.bucket_of(gid) for gid in cursors}
+        if len(buckets) == 1:
+            # The caller's mapping itself (the watch hub's live cursors): a game it adds
+            # while this call waits is read as soon as the news names it.
+            by_bucket[buckets.pop()] = cursors
+        else:
+            split: dict[int, dict[str, int]] = {}
+            for gid, v in cursors.items():
+                split.setdefault(keys.bucket_of(gid), {})[gid] = v
+            by_bucket.update(split)
         out: dict[str, list[StoredUpdate]] = {}
         last_ids: dict[str, str] = {}  # news stream -> its last id read
         bucket_of_news = {keys.news_key(b): b for b in by_bucket}
@@ -804,7 +818,7 @@ class RedisStore(Store):
                 part = by_bucket[b]
                 named = {g: part[g] for _, f in entries if (g := f[1].decode()) in part}
                 if len(entries) >= _NEWS_LENGTH:  # more than one read: some may be trimmed
-                    named = part
+                    named = dict(part)
                 if named:
                     await self._news(b, named, out)
                 last_ids[news] = _text(entries[-1][0])
@@ -831,17 +845,18 @@ class RedisStore(Store):
         and readers of idle games wake every block_ms)."""
         news = keys.news_key(bucket)
         known = pos.get(news)
+        games = frozenset(cursors)  # (before any wait: the caller may add games meanwhile)
         if known is None:
             last = await self._news(bucket, cursors, out)
         else:
             since, had = known
-            new = {g: v for g, v in cursors.items() if g not in had}
+            new = {g: cursors[g] for g in games - had}
             if not new and leave_to_xread:
                 # The XREAD reads the news since, at once if there is any; a stretch trimmed
                 # meanwhile comes back as a full COUNT (the stream keeps at least that many),
                 # read as a gap.
-                if len(had) != len(cursors):  # fewer games
-                    pos[news] = (since, frozenset(cursors))
+                if len(had) != len(games):  # fewer games
+                    pos[news] = (since, games)
                 return since, True
             (row,) = await self._script(self._news_since, (news,), (since, _NEWS_LENGTH))
             gids, last, gap = row
@@ -853,7 +868,7 @@ class RedisStore(Store):
                 named.update(new)
             if named:
                 await self._news(bucket, named, out)
-        pos[news] = (last, frozenset(cursors))
+        pos[news] = (last, games)
         return last, False
 
     async def _news(
@@ -862,22 +877,21 @@ class RedisStore(Store):
         """Adds to ``out`` the updates above each cursor (games of ``bucket``); returns the
         bucket's news stream's last id."""
         gids = list(cursors)
+        at = [cursors[g] for g in gids]  # (``cursors`` may change while the script runs)
         windows = [keys.game_keys(g)[1] for g in gids]
-        (row,) = await self._script(
-            self._news_script, (keys.news_key(bucket), *windows), [cursors[g] for g in gids]
-        )
+        (row,) = await self._script(self._news_script, (keys.news_key(bucket), *windows), at)
         last, found, behind = row
         if behind:
             # Tell the caller (the watch hub checks what the store holds, then reads on).
-            gid = gids[int(behind[0]) - 1]
+            i = int(behind[0]) - 1
             raise StoreError(
-                f"game {gid} is at an earlier version than {cursors[gid]}, read before: the "
+                f"game {gids[i]} is at an earlier version than {at[i]}, read before: the "
                 "store went back (a failover to a replica that lacked the last commits?)"
             )
-        for i in range(0, len(found), 2):
-            gid = gids[int(found[i]) - 1]
-            ups = [_stored_update(e) for e in found[i + 1]]
-            out[gid] = [u for u in ups if u.version > cursors[gid]]
+        for j in range(0, len(found), 2):
+            i = int(found[j]) - 1
+            ups = [_stored_update(e) for e in found[j + 1]]
+            out[gids[i]] = [u for u in ups if u.version > at[i]]
         return _text(last)
 
     async def heads(self, game_ids: list[str]) -> dict[str, tuple[int, str]]:

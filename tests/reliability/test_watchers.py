@@ -9,9 +9,18 @@ from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 import redis
+from prometheus_client import CollectorRegistry
 
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
+from engine_service.api.ascension.v1 import game_pb2 as pb
+from engine_service.server.dispatch import NoDispatcher
+from engine_service.server.games import Games
+from engine_service.server.metrics import Metrics
+from engine_service.server.watch import WatchHub
+from engine_service.store import StoreSettings
+from engine_service.store.redis_store import RedisStore
+from engine_service.store.wrapper import StoreWrapper
 from tests.service import support
 
 WATCHERS = 1500  # more than gRPC lets wait to be started by default (1,000): none may be cancelled
@@ -113,3 +122,87 @@ def test_a_callers_claim_of_unseen_versions_is_not_counted_as_a_rollback(redis_u
         assert "store lost versions" not in e.log()
     finally:
         e.stop()
+
+
+class _MovesAfterRead(StoreWrapper):
+    """Commits a move of ``game`` right after the next read of its updates returns, and lets
+    the group's reader see its news first: the move lands between a joining watcher's read and
+    its join, passed over by the reader."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.game: epb.CreateGameResponse | None = None
+        self.games: Any = None
+
+    async def read_updates(self, cursors: Any, block_ms: int, position: Any = None) -> Any:
+        out = await self.inner.read_updates(cursors, block_ms, position)
+        g, self.game = self.game, None
+        if g is not None and g.game_id in cursors:
+            await move(self.games, g)
+            await asyncio.sleep(0.3)
+        return out
+
+
+async def move(games: Games, g: epb.CreateGameResponse) -> None:
+    view = await games.view(g.game_id, "")
+    token = g.seat_tokens[view.to_move]
+    legal = await games.legal_actions(g.game_id, token)
+    req = epb.SubmitActionRequest(game_id=g.game_id, token=token, action=legal.actions[0].id,
+                                  expected_version=view.version)  # fmt: skip
+    await games.submit(req)
+
+
+def test_a_new_watcher_is_served_at_once_while_its_reader_waits_long() -> None:
+    """A group's reader waits for news for long (here a minute: idle readers cost nothing),
+    yet a watcher joining a game new to it gets that game's moves at once: the move committed
+    between its own read and its join (read again once it has joined), and the moves after
+    (the reader looks the game up as news comes), each once."""
+    with support.redis_server() as url:
+
+        async def run() -> None:
+            store = _MovesAfterRead(RedisStore(url, StoreSettings(), timeout=2.0))
+            metrics = Metrics(CollectorRegistry())
+            games = Games(store, NoDispatcher(), metrics, "local", WatchHub(store, metrics, block_ms=60_000))
+            store.games = games
+            seats = support.human_seats(2)
+            by_group: dict[int, epb.CreateGameResponse] = {}
+            while True:  # two games one reader serves
+                g = await games.create(epb.CreateGameRequest(seats=seats))
+                if (other := by_group.setdefault(store.group_of(g.game_id), g)) is not g:
+                    a, b = other, g
+                    break
+
+            def watched(g: epb.CreateGameResponse) -> asyncio.Queue[int]:
+                got: asyncio.Queue[int] = asyncio.Queue()
+
+                async def follow() -> None:
+                    async for raw in games.watch(g.game_id, 0, "", "ipv4:127.0.0.1:1", lambda: True):
+                        got.put_nowait(pb.GameUpdate.FromString(raw).version)
+
+                tasks.append(asyncio.ensure_future(follow()))
+                return got
+
+            async def next_of(q: asyncio.Queue[int]) -> int:
+                return await asyncio.wait_for(q.get(), 2)
+
+            tasks: list[asyncio.Future[None]] = []
+            wa = watched(a)
+            assert await next_of(wa) == 1
+            await asyncio.sleep(0.3)  # a's feed is its group's, whose reader now waits for news
+            store.game = b
+            wb = watched(b)  # b's first read is followed by a move the reader passes over
+            assert [await next_of(wb), await next_of(wb)] == [1, 2]
+            await move(games, b)
+            assert await next_of(wb) == 3
+            await move(games, a)
+            assert await next_of(wa) == 2
+            await move(games, b)
+            assert await next_of(wb) == 4
+            await asyncio.sleep(0.3)
+            assert wa.empty() and wb.empty()  # each once
+            for t in tasks:
+                t.cancel()
+            await games.hub.stop()
+            await store.close()
+
+        asyncio.run(run())
