@@ -397,6 +397,13 @@ class Games:
         rows = await self.store.list_games(before, size, req.active_only)
         out = epb.ListGamesResponse()
         for r in rows:
+            g = out.games.add(
+                game_id=r.game_id,
+                version=r.version,
+                to_move=r.to_move,
+                over=r.over,
+                updated_unix_ms=r.updated_ms,
+            )
             try:
                 meta = self.meta.get(r.game_id, r.meta)
             except (ValueError, KeyError, TypeError) as e:
@@ -405,29 +412,9 @@ class Games:
                 unreadable_log.warning(
                     "game %s: unreadable metadata (%r): listed without", r.game_id, e
                 )
-                out.games.append(
-                    epb.GameSummary(
-                        game_id=r.game_id,
-                        version=r.version,
-                        to_move=r.to_move,
-                        over=r.over,
-                        updated_unix_ms=r.updated_ms,
-                    )
-                )
                 continue
-            out.games.append(
-                epb.GameSummary(
-                    game_id=r.game_id,
-                    sets=meta.sets,
-                    players=meta.players,
-                    version=r.version,
-                    to_move=r.to_move,
-                    over=r.over,
-                    seats=convert.seat_info(meta),
-                    created_unix_ms=meta.created_ms,
-                    updated_unix_ms=r.updated_ms,
-                )
-            )
+            g.sets, g.players, g.created_unix_ms = meta.sets, meta.players, meta.created_ms
+            g.seats.extend(convert.seat_info(meta))
         if len(rows) == size:
             out.next_page_token = rows[-1].game_id
         return out
