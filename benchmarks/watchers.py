@@ -60,6 +60,11 @@ def pct(xs: list[float], q: float) -> float:
 
 def watchers_main(address: str, idle: list[str], active: list[tuple[str, int]], channels: int,
                   ready: Any, stop: Any, results: Any) -> None:  # fmt: skip
+    # The lowest priority: with --pin this process shares a CPU with the measured calls'
+    # client and Redis (a deployment's spectators are on other machines), and its CPU must
+    # not show up as the engine's latency.
+    os.nice(19)
+
     async def run() -> None:
         chans = [grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
                  for _ in range(channels)]  # fmt: skip

@@ -277,6 +277,21 @@ def _split_pending(raw: bytes) -> tuple[int, bytes]:
     return int(version), payload
 
 
+_BUCKET_OF_NEWS = {keys.news_key(b): b for b in range(keys.BUCKETS)}
+
+
+def _buckets(cursors: Mapping[str, int], pos: dict[str, Any]) -> set[int]:
+    """The buckets of the games of ``cursors``. A reader of one bucket has its position
+    there (the games it had): only games new since are hashed, not each of its thousands
+    of idle games each time one of them moves."""
+    if len(pos) == 1:
+        ((news, (_, had)),) = pos.items()
+        b = _BUCKET_OF_NEWS.get(news)
+        if b is not None and all(keys.bucket_of(g) == b for g in frozenset(cursors) - had):
+            return {b}
+    return {keys.bucket_of(gid) for gid in cursors}
+
+
 def _pack(*args: bytes | str | int) -> bytes:
     """One command in the Redis protocol, in one buffer (as redis-py encodes arguments: str as
     UTF-8, int as its decimal digits)."""
@@ -769,7 +784,8 @@ class RedisStore(Store):
         if not cursors:
             return {}
         by_bucket: dict[int, Mapping[str, int]] = {}
-        buckets = {keys.bucket_of(gid) for gid in cursors}
+        pos = position if position is not None else {}
+        buckets = _buckets(cursors, pos)
         if len(buckets) == 1:
             # The caller's mapping itself (the watch hub's live cursors): a game it adds
             # while this call waits is read as soon as the news names it.
@@ -782,7 +798,6 @@ class RedisStore(Store):
         out: dict[str, list[StoredUpdate]] = {}
         last_ids: dict[str, str] = {}  # news stream -> its last id read
         bucket_of_news = {keys.news_key(b): b for b in by_bucket}
-        pos = position if position is not None else {}
         polling = len(by_bucket) > 1 and self.mode == "cluster"  # (one XREAD, one slot)
         unread = False  # news since a position left to the XREAD below
         for b, part in by_bucket.items():

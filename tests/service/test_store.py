@@ -578,5 +578,18 @@ def test_a_reader_with_a_position_reads_only_the_windows_that_changed() -> None:
             news = await store.read_updates(cursors, 0, pos)
             assert [u.version for u in news[other]] == [2]
             assert news[busy][-1].version == 6 + _NEWS_LENGTH + 20
+            cursors[busy], cursors[other] = news[busy][-1].version, 2
+            # A game of another bucket given with the same position: read too (the position
+            # names one bucket; the games new since it are each placed in theirs).
+            stranger = _game_id()
+            while keys.bucket_of(stranger) == bucket:
+                stranger = _game_id()
+            cids[stranger] = await _create(store, stranger)
+            cids[stranger] = await _play(store, stranger, cids[stranger], 1, 1)
+            news = await store.read_updates({**cursors, stranger: 1}, 0, pos)
+            assert list(news) == [stranger] and [u.version for u in news[stranger]] == [2]
+            cids[stranger] = await _play(store, stranger, cids[stranger], 2, 1)
+            news = await store.read_updates({**cursors, stranger: 2}, 1000, pos)
+            assert [u.version for u in news[stranger]] == [3], "waited on its bucket's news"
 
         _run(RedisStore(url, SETTINGS, timeout=2.0), body)
