@@ -24,7 +24,7 @@ from engine_service.server.dispatch import Dispatcher
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
 from engine_service.server.limits import LogLimiter
-from engine_service.server.meta import GameMeta, MetaCache
+from engine_service.server.meta import GameMeta, MetaCache, UnreadableMeta
 from engine_service.server.metrics import Metrics
 from engine_service.server.state_cache import StateCache
 from engine_service.server.sweeper import encode_payload
@@ -56,6 +56,15 @@ def require_turn(s: rules.State, seat: int, why: str = "") -> None:
         raise errors.not_your_turn(to_move, what + why)
 
 
+def _unreadable(game_id: str, why: str) -> ServiceError:
+    """A record written by another version of the engine, or damaged: refused, not INTERNAL."""
+    return errors.refused(
+        Code.FAILED_PRECONDITION,
+        "UNREADABLE_GAME",
+        f"game {game_id} cannot be read by this engine: {why}",
+    )
+
+
 class Games:
     def __init__(
         self,
@@ -83,7 +92,13 @@ class Games:
         rec = await self.store.load(game_id, fresh=fresh)
         if rec is None:
             raise not_found(game_id)
-        return rec, self.meta.get(game_id, rec.meta)
+        return rec, self._meta(rec)
+
+    def _meta(self, rec: GameRecord) -> GameMeta:
+        try:
+            return self.meta.get(rec.game_id, rec.meta)
+        except UnreadableMeta as e:
+            raise _unreadable(rec.game_id, f"its metadata does not decode ({e})") from e
 
     def _state(self, rec: GameRecord) -> rules.State:
         """The record's state, shared with the cache: clone it before changing it."""
@@ -93,11 +108,7 @@ class Games:
         try:
             s = rules.deserialize(rec.state)
         except rules.SerializationError as e:
-            raise errors.refused(
-                Code.FAILED_PRECONDITION,
-                "UNREADABLE_GAME",
-                f"game {rec.game_id} cannot be read by this engine: {e}",
-            ) from e
+            raise _unreadable(rec.game_id, str(e)) from e
         self.states.put(rec.game_id, rec.commit_id, s)
         return s
 
@@ -406,7 +417,7 @@ class Games:
             )
             try:
                 meta = self.meta.get(r.game_id, r.meta)
-            except (ValueError, KeyError, TypeError) as e:
+            except UnreadableMeta as e:
                 # One record this engine cannot read (written by another version, or damaged)
                 # must not take the listing down for every caller: listed with what it holds.
                 unreadable_log.warning(
@@ -451,10 +462,13 @@ class Games:
         """Needs the game's admin token, or an operator credential (checked by the caller)."""
         validate.game_id(game_id)
         validate.token(admin_token, "admin_token")
-        _, meta = await self._load(game_id)
-        if not operator:
+        rec = await self.store.load(game_id)
+        if rec is None:
+            raise not_found(game_id)
+        if not operator:  # (an operator may delete a game this engine cannot read)
             if not admin_token:
                 raise errors.token_required("admin_token", "the admin token CreateGame returned")
+            meta = self._meta(rec)
             if not tokens.matches(admin_token, meta.admin_digest):
                 if tokens.seat_of(admin_token, meta.token_digests) is not None:
                     raise errors.refused(

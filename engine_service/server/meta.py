@@ -14,6 +14,10 @@ from engine_service.server.bots import BotConfig
 HUMAN, AI = "human", "ai"
 
 
+class UnreadableMeta(ValueError):
+    """A record's metadata this engine cannot decode (written by another version, or damaged)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Seat:
     kind: str  # HUMAN or AI
@@ -54,6 +58,14 @@ class GameMeta:
 
     @staticmethod
     def decode(raw: bytes) -> GameMeta:
+        """The metadata ``raw`` holds; UnreadableMeta if it is not metadata this engine knows."""
+        try:
+            return GameMeta._decode(raw)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:  # (ValueError: bad JSON)
+            raise UnreadableMeta(f"{type(e).__name__}: {e}") from e
+
+    @staticmethod
+    def _decode(raw: bytes) -> GameMeta:
         d = json.loads(raw)
         seats = tuple(
             Seat(s["kind"], s["name"], None if s["bot"] is None else BotConfig(**s["bot"]))

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
+import grpc  # type: ignore[import-untyped]
 import pytest
 
+from clients.sdk.errors import rich_status
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
@@ -151,6 +154,21 @@ def test_a_record_with_unreadable_metadata_does_not_take_the_listing_down(engine
     assert listed[good.game_id].players == 2 and len(listed[good.game_id].seats) == 2
     assert listed[bad].version == 1 and listed[bad].players == 0 and not listed[bad].seats
     assert "unreadable metadata" in engine.log()  # (rate-limited: maybe of another such game)
+    # Every call on it is refused, saying why (UNREADABLE_GAME), not INTERNAL with a traceback.
+    token = "t" * 32
+    calls: list[tuple[Any, Any]] = [
+        (stub.GetGame, epb.GetGameRequest(game_id=bad)),
+        (stub.ListLegalActions, epb.ListLegalActionsRequest(game_id=bad, token=token)),
+        (stub.SubmitAction, epb.SubmitActionRequest(game_id=bad, token=token, expected_version=1, action=1)),
+        (stub.GetReplay, epb.GetReplayRequest(game_id=bad)),
+        (stub.DeleteGame, epb.DeleteGameRequest(game_id=bad, admin_token=token)),
+    ]
+    for call, req in calls:
+        err = support.rpc_error(call, req)
+        assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, (req, err)
+        assert rich_status(err).reason == "UNREADABLE_GAME" and "metadata does not decode" in err.details()
+    assert "internal error" not in engine.log()
+    assert stub.GetGame(epb.GetGameRequest(game_id=good.game_id), timeout=CALL_TIMEOUT).version == 1
 
 
 def test_delete_game(stub: rpc.EngineStub) -> None:
