@@ -280,16 +280,23 @@ def _split_pending(raw: bytes) -> tuple[int, bytes]:
 _BUCKET_OF_NEWS = {keys.news_key(b): b for b in range(keys.BUCKETS)}
 
 
-def _buckets(cursors: Mapping[str, int], pos: dict[str, Any]) -> set[int]:
-    """The buckets of the games of ``cursors``. A reader of one bucket has its position
-    there (the games it had): only games new since are hashed, not each of its games (150
-    per bucket with 10,000 watched) each time one of them moves."""
+def _by_bucket(cursors: Mapping[str, int], pos: dict[str, Any]) -> dict[int, Mapping[str, int]]:
+    """The games of ``cursors`` by bucket; all of one bucket: ``cursors`` itself (the watch
+    hub's live cursors: a game it adds while a read waits is read as soon as the news names
+    it). A reader of one bucket has its position there (the games it had): only games new
+    since are hashed, not each of its games (150 per bucket with 10,000 watched) each time
+    one of them moves."""
     if len(pos) == 1:
         ((news, (_, had)),) = pos.items()
         b = _BUCKET_OF_NEWS.get(news)
         if b is not None and all(keys.bucket_of(g) == b for g in frozenset(cursors) - had):
-            return {b}
-    return {keys.bucket_of(gid) for gid in cursors}
+            return {b: cursors}
+    split: dict[int, dict[str, int]] = {}
+    for gid, v in cursors.items():
+        split.setdefault(keys.bucket_of(gid), {})[gid] = v
+    if len(split) == 1:
+        return {b: cursors for b in split}
+    return dict(split)
 
 
 def _pack(*args: bytes | str | int) -> bytes:
@@ -783,18 +790,8 @@ class RedisStore(Store):
         while the call waits is read from its cursor then (not at the next call)."""
         if not cursors:
             return {}
-        by_bucket: dict[int, Mapping[str, int]] = {}
         pos = position if position is not None else {}
-        buckets = _buckets(cursors, pos)
-        if len(buckets) == 1:
-            # The caller's mapping itself (the watch hub's live cursors): a game it adds
-            # while this call waits is read as soon as the news names it.
-            by_bucket[buckets.pop()] = cursors
-        else:
-            split: dict[int, dict[str, int]] = {}
-            for gid, v in cursors.items():
-                split.setdefault(keys.bucket_of(gid), {})[gid] = v
-            by_bucket.update(split)
+        by_bucket = _by_bucket(cursors, pos)
         out: dict[str, list[StoredUpdate]] = {}
         last_ids: dict[str, str] = {}  # news stream -> its last id read
         bucket_of_news = {keys.news_key(b): b for b in by_bucket}
