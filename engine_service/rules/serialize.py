@@ -1,6 +1,6 @@
 """A state to compact bytes and back: a format byte, then the state's primitive form.
 
-Format 3 (written) is ``marshal`` of ints, strings and lists, with every list of ints in
+Format 3 (written) is ``marshal`` (version 2: equal states, equal bytes) of ints, strings and lists, with every list of ints in
 0..255 (the zones: cards are small ints) written as ``bytes``, at depth one or two: a third of
 the size of format 2, which spends five bytes on each int, and no slower (a game's state is
 what Redis keeps of it, and is written on every submit). No state holds ``bytes`` otherwise,
@@ -25,6 +25,10 @@ from engine_service.rules.state import State
 from engine_service.rules.tables import Tables, default_tables
 
 FORMAT_VERSION = 3
+# Marshal version 2 (read by every Python 3): later ones write a repeated object once and refer
+# back to it, so equal states built differently (played, or read back) gave different bytes,
+# about one state in a hundred.
+MARSHAL_VERSION = 2
 _MARSHAL_FORMAT = 2
 _JSON_FORMAT = 1
 _FIELDS = tuple(k for k in State.__slots__ if k not in ("T", "config"))
@@ -93,7 +97,8 @@ def _unpacked(v: Any) -> Any:
 
 def serialize(s: State) -> bytes:
     prim = to_primitive(s)
-    return bytes([FORMAT_VERSION]) + marshal.dumps([*prim[:2], *(_packed(v) for v in prim[2:])])
+    blob = marshal.dumps([*prim[:2], *(_packed(v) for v in prim[2:])], MARSHAL_VERSION)
+    return bytes([FORMAT_VERSION]) + blob
 
 
 def deserialize(data: bytes, tables: Tables | None = None) -> State:

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 
 from engine_service.rules import rng as R
 from engine_service.rules.errors import SerializationError
-from engine_service.rules.serialize import from_primitive, primitive_index, to_primitive
+from engine_service.rules.serialize import (
+    MARSHAL_VERSION,
+    from_primitive,
+    primitive_index,
+    to_primitive,
+)
 from engine_service.rules.state import State
 from engine_service.rules.tables import Tables
 
@@ -23,12 +28,10 @@ SPECTATOR = -1
 # Format 3 (written): the CRC-32 of the rest (4 bytes, big-endian), then marshal of [seat, hand
 # counts, state primitive]: about 5x faster to write than format 2 (zlib-compressed JSON, still
 # read), and the service sends a view with every answer; only our Python bots read views.
-# Marshal version 2 (read by every Python 3): later ones mark interned strings and shared
-# objects, so equal views could give different bytes. The checksum refuses damaged bytes, as
-# zlib's did, instead of reading them as other cards.
+# Marshal version 2, as states (serialize.MARSHAL_VERSION): equal views, equal bytes. The
+# checksum refuses damaged bytes, as zlib's did, instead of reading them as other cards.
 VIEW_FORMAT = 3
 _JSON_VIEW_FORMAT = 2
-_MARSHAL_VERSION = 2
 
 
 @dataclass(slots=True)
@@ -39,7 +42,7 @@ class View:
 
     def serialize(self) -> bytes:
         blob = marshal.dumps(
-            [self.seat, self.hand_counts, to_primitive(self.state)], _MARSHAL_VERSION
+            [self.seat, self.hand_counts, to_primitive(self.state)], MARSHAL_VERSION
         )
         return bytes([VIEW_FORMAT]) + zlib.crc32(blob).to_bytes(4, "big") + blob
 
@@ -99,7 +102,7 @@ def view_bytes(s: State, seat: int = SPECTATOR) -> bytes:
     p[_DECKS] = [sorted(decks[q] if q == seat else hands[q] + decks[q]) for q in range(s.n)]
     p[_CENTER_DECK] = sorted(s.center_deck)
     p[_BAG] = sorted(s.bag)
-    blob = marshal.dumps([seat, [len(h) for h in hands], p], _MARSHAL_VERSION)
+    blob = marshal.dumps([seat, [len(h) for h in hands], p], MARSHAL_VERSION)
     return bytes([VIEW_FORMAT]) + zlib.crc32(blob).to_bytes(4, "big") + blob
 
 

@@ -6,7 +6,7 @@ whole game, what a replay needs: the seed, the log of (seat, action) and the sta
 that asks for older versions (a spectator arriving late, a stream that fell behind a fast
 game) gets them rebuilt by replaying the log from the seed with the code that made them the
 first time (``created`` and ``played``). A rebuilt history is given only if the replay ends on
-the stored state, byte for byte: a game written under another card catalog, or a log that
+the stored state (every field equal): a game written under another card catalog, or a log that
 changed under the replay (a store rollback), has no history to give.
 
 Rebuilt updates are the spectator's updates as first sent, except that they carry no time
@@ -124,7 +124,7 @@ class History:
                 replay.updates.append(_untimed(u))
                 replay.entries.append((seat, action))
                 replay.commit_ids.append(u.commit_id)
-            same = rules.serialize(s) == rules.serialize(rules.deserialize(rec.state))
+            same = s == rules.deserialize(rec.state)  # (field by field: not the bytes)
         except (rules.RulesError, ValueError, KeyError, IndexError) as e:
             log.warning("game %s: its log does not replay (%s): no history to rebuild", game_id, e)
             return None
