@@ -25,9 +25,9 @@ from engine_service.rules.state import State
 from engine_service.rules.tables import Tables, default_tables
 
 FORMAT_VERSION = 3
-# Marshal version 2 (read by every Python 3): later ones write a repeated object once and refer
-# back to it, so equal states built differently (played, or read back) gave different bytes,
-# about one state in a hundred.
+# Marshal version 2 (read by every Python 3): later ones flag each object that something else
+# also references, and write a repeated one as a reference back, so the bytes depended on how
+# the state was built: equal states, played or read back, differed about one time in a hundred.
 MARSHAL_VERSION = 2
 _MARSHAL_FORMAT = 2
 _JSON_FORMAT = 1

@@ -145,6 +145,25 @@ def test_states_written_by_format_2_are_still_read() -> None:
     assert new[0] == 3 and len(new) < len(old) / 2 and rules.deserialize(new) == s
 
 
+def test_states_written_with_marshal_back_references_are_still_read() -> None:
+    """Format 3 was first written with marshal's own version (4: a repeated object written
+    once, then referred to); it is now written with version 2, and both are read."""
+    import marshal
+
+    from engine_service.rules.serialize import _packed, primitive_index, to_primitive
+
+    s = midgame()
+    s.hands[0], s.decks[1] = [5, 5], [5, 5]
+    prim = to_primitive(s)
+    packed = [*prim[:2], *(_packed(v) for v in prim[2:])]
+    hands, decks = packed[primitive_index("hands")], packed[primitive_index("decks")]
+    hands[0] = decks[1]  # one object in two places: written once, then referred to
+    old = bytes([3]) + marshal.dumps(packed, 4)
+    assert old != rules.serialize(s)
+    assert rules.deserialize(old) == s
+    assert rules.serialize(rules.deserialize(old)) == rules.serialize(s)
+
+
 def test_truncated_state_bytes_are_refused() -> None:
     data = rules.serialize(midgame())
     for bad in (data[:20], b"", bytes([2]) + b"\x00" * 5):
