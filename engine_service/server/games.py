@@ -15,6 +15,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from google.protobuf.message import DecodeError
+
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
@@ -250,9 +252,14 @@ class Games:
         first = await self.store.update_at(game_id, prior.version)
         rec, meta = await self._load(game_id)
         resp = epb.SubmitActionResponse(replayed=True)
-        if first is not None:
-            resp.update.ParseFromString(first.update)
-        else:  # left the window meanwhile: the version is all that is known of it
+        try:
+            if first is not None:
+                resp.update.ParseFromString(first.update)
+        except DecodeError:  # damaged in the store: answered as if it had left the window
+            log.warning("game %s: its update %d does not parse", game_id, prior.version)
+            first = None
+        if first is None:  # left the window meanwhile: the version is all that is known of it
+            resp.update.Clear()
             resp.update.game_id, resp.update.version = game_id, prior.version
         convert.fill_game_view(resp.view, game_id, rec.version, self._state(rec), meta, seat)
         resp.view.commit_id = rec.commit_id

@@ -96,18 +96,29 @@ def unpack_window_entry(raw: bytes) -> tuple[int, bool, str, str, bytes]:
     return version, over, cid, parent, update
 
 
+class UnreadableEntry(ValueError):
+    """A window entry that is not one ``pack_window_entry`` wrote (damaged bytes)."""
+
+
 def unpack_window_entry_attempt(raw: bytes) -> tuple[int, bool, str, str, str, bytes]:
-    """(version, over, commit id, parent's commit id, attempt id or "", update)."""
-    version, flags = struct.unpack_from(">IB", raw)
-    if flags & _RAW_IDS:
-        cid, parent, rest = raw[5:13].hex(), raw[13:21].hex(), 21
-    else:
-        n = raw[5]
-        cid, m = raw[6 : 6 + n].decode(), raw[6 + n]
-        parent, rest = raw[7 + n : 7 + n + m].decode(), 7 + n + m
-    attempt = ""
-    if flags & _ATTEMPT:
-        attempt, rest = raw[rest : rest + 8].hex(), rest + 8
+    """(version, over, commit id, parent's commit id, attempt id or "", update);
+    UnreadableEntry if ``raw`` is too short for what its flags announce, or not text where
+    ids are."""
+    try:
+        version, flags = struct.unpack_from(">IB", raw)
+        if flags & _RAW_IDS:
+            cid, parent, rest = raw[5:13].hex(), raw[13:21].hex(), 21
+        else:
+            n = raw[5]
+            cid, m = raw[6 : 6 + n].decode(), raw[6 + n]
+            parent, rest = raw[7 + n : 7 + n + m].decode(), 7 + n + m
+        attempt = ""
+        if flags & _ATTEMPT:
+            attempt, rest = raw[rest : rest + 8].hex(), rest + 8
+    except (struct.error, IndexError, UnicodeDecodeError) as e:
+        raise UnreadableEntry(f"window entry of {len(raw)} bytes does not unpack: {e}") from e
+    if len(raw) < rest or flags & ~(_OVER | _RAW_IDS | _ATTEMPT):
+        raise UnreadableEntry(f"window entry of {len(raw)} bytes with flags {flags} is damaged")
     return version, bool(flags & _OVER), cid, parent, attempt, raw[rest:]
 
 

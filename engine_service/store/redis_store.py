@@ -159,7 +159,7 @@ _NEWS = """
 local out, behind = {}, {}
 for i = 2, #KEYS do
   local top = redis.call('LINDEX', KEYS[i], -1)
-  if top then
+  if top and #top >= 4 then  -- (a damaged top: nothing read, the watchers rebuild from the log)
     local n = struct.unpack('>I4', top) - tonumber(ARGV[i - 1])
     if n > 0 then
       out[#out + 1] = i - 1
@@ -209,7 +209,7 @@ _HEADS_PER_CALL = 500  # records read by one script call (each call holds Redis 
 # KEYS: window; ARGV: version. The entry of that version, if the window holds it.
 _UPDATE_AT = """
 local top = redis.call('LINDEX', KEYS[1], -1)
-if not top then return false end
+if not top or #top < 4 then return false end
 local i = tonumber(ARGV[1]) - struct.unpack('>I4', top) - 1
 if i >= 0 then return false end
 return redis.call('LINDEX', KEYS[1], i)
@@ -323,6 +323,20 @@ def _text(b: bytes | str | None) -> str:
 def _stored_update(entry: bytes) -> StoredUpdate:
     version, over, cid, parent, update = keys.unpack_window_entry(entry)
     return StoredUpdate(version, cid, parent, update, over)
+
+
+def _readable(entries: list[bytes], game_id: str) -> list[StoredUpdate]:
+    """The updates of ``entries`` (consecutive, oldest first) after the last one that does
+    not unpack (damaged bytes): its watchers see a gap there and get what is missing rebuilt
+    from the game's log, which with the state is the game (the window only keeps updates)."""
+    out: list[StoredUpdate] = []
+    for e in entries:
+        try:
+            out.append(_stored_update(e))
+        except keys.UnreadableEntry as err:
+            log.warning("game %s: an update in its window is damaged (%s): left out", game_id, err)
+            out.clear()
+    return out
 
 
 class _HotPath:
@@ -751,22 +765,33 @@ class RedisStore(Store):
         version, _, fingerprint = raw.partition(b"|")
         return IdempotentRecord(int(version), fingerprint)
 
-    async def _window_entry(self, game_id: str, version: int) -> bytes | None:
-        """The raw window entry of ``version``, if the window holds it."""
+    async def _window_entry(
+        self, game_id: str, version: int
+    ) -> tuple[int, bool, str, str, str, bytes] | None:
+        """The window entry of ``version`` unpacked (keys.unpack_window_entry_attempt), if the
+        window holds it, readable."""
         window = keys.game_keys(game_id)[1]
         (raw,) = await self._script(self._update_at, (window,), (version,))
-        if raw is None or keys.unpack_window_entry(raw)[0] != version:
+        if raw is None:
             return None
-        return bytes(raw)
+        try:
+            entry = keys.unpack_window_entry_attempt(raw)
+        except keys.UnreadableEntry as e:
+            log.warning("game %s: its update %d is damaged in its window (%s)", game_id, version, e)
+            return None
+        return entry if entry[0] == version else None
 
     async def _attempt_at(self, game_id: str, version: int) -> str:
         """The attempt id of the Commit that wrote ``version``, if the window holds it."""
-        raw = await self._window_entry(game_id, version)
-        return "" if raw is None else keys.unpack_window_entry_attempt(raw)[4]
+        entry = await self._window_entry(game_id, version)
+        return "" if entry is None else entry[4]
 
     async def update_at(self, game_id: str, version: int) -> StoredUpdate | None:
-        raw = await self._window_entry(game_id, version)
-        return None if raw is None else _stored_update(raw)
+        entry = await self._window_entry(game_id, version)
+        if entry is None:
+            return None
+        v, over, cid, parent, _, update = entry
+        return StoredUpdate(v, cid, parent, update, over)
 
     async def read_updates(
         self,
@@ -902,7 +927,7 @@ class RedisStore(Store):
             )
         for j in range(0, len(found), 2):
             i = int(found[j]) - 1
-            ups = [_stored_update(e) for e in found[j + 1]]
+            ups = _readable(found[j + 1], gids[i])
             out[gids[i]] = [u for u in ups if u.version > at[i]]
         return _text(last)
 
@@ -926,7 +951,8 @@ class RedisStore(Store):
     async def first_update_version(self, game_id: str) -> int | None:
         window = keys.game_keys(game_id)[1]
         (first,) = await self._guard(self._hot.call(window, _pack("LINDEX", window, 0)))
-        return None if first is None else _stored_update(first).version
+        ups = [] if first is None else _readable([first], game_id)
+        return ups[0].version if ups else None
 
     async def action_log(self, game_id: str) -> list[tuple[int, int]]:
         log_key = keys.game_keys(game_id)[2]

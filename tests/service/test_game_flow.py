@@ -15,7 +15,7 @@ from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.server.ids import new_game_id
-from engine_service.store import NewGame, StoreSettings, new_commit_id
+from engine_service.store import NewGame, StoreSettings, keys, new_commit_id
 from engine_service.store.redis_store import RedisStore
 from tests.service import support
 from tests.service.support import CALL_TIMEOUT
@@ -169,6 +169,49 @@ def test_a_record_with_unreadable_metadata_does_not_take_the_listing_down(engine
         assert rich_status(err).reason == "UNREADABLE_GAME" and "metadata does not decode" in err.details()
     assert "internal error" not in engine.log()
     assert stub.GetGame(epb.GetGameRequest(game_id=good.game_id), timeout=CALL_TIMEOUT).version == 1
+
+
+def test_damaged_updates_in_a_window_are_rebuilt_for_watchers(engine: support.Engine) -> None:
+    """The window only keeps recent updates; the log and the state are the game. A watcher of
+    a game whose window holds a damaged entry gets that version rebuilt from the log (it got
+    UNAVAILABLE or INTERNAL), and a retry of the request that wrote it is answered with its
+    version (as when it has left the window)."""
+    import redis
+
+    stub = engine.stub()
+    game = support.create(stub, seed=3)
+    _, sent = support.play_to_end(stub, game, seed=4, max_actions=5)  # versions 2..6
+    r: Any = redis.Redis.from_url(engine.redis_url)
+    window = keys.game_keys(game.game_id)[1]
+    r.lset(window, 3, b"\x00\x00\x00\x04\x00\x09ab")  # version 4's entry
+    got: list[pb.GameUpdate] = []
+    for u in stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT):
+        got.append(u)
+        if u.version == 6:
+            break
+    assert [u.version for u in got] == [1, 2, 3, 4, 5, 6]
+    assert [u.commit_id for u in got[1:]] == [s.update.commit_id for s in sent]
+    assert got[3].events == sent[2].update.events and got[3].parent_commit_id == got[2].commit_id
+
+    def retry(i: int) -> epb.SubmitActionResponse:  # the request that wrote version i + 2
+        u = sent[i].update
+        req = epb.SubmitActionRequest(game_id=game.game_id, token=game.seat_tokens[u.seat],
+                                      expected_version=u.version - 1, action=u.action,
+                                      idempotency_key=f"{game.game_id}-{u.version - 1}")  # fmt: skip
+        resp: epb.SubmitActionResponse = stub.SubmitAction(req, timeout=CALL_TIMEOUT)
+        return resp
+
+    again = retry(2)
+    assert again.replayed and again.update.version == 4 and again.view.version == 6
+    entry = r.lindex(window, 4)  # version 5's: its update no longer parses
+    assert isinstance(entry, bytes)
+    update = keys.unpack_window_entry(entry)[4]
+    r.lset(window, 4, entry[: len(entry) - len(update)] + b"\xff\xff")
+    again = retry(3)
+    assert again.replayed and again.update.version == 5 and not again.update.events
+    assert retry(4).update == sent[4].update  # (an intact one: as first answered)
+    assert "internal error" not in engine.log()
+    r.close()
 
 
 def test_delete_game(stub: rpc.EngineStub) -> None:

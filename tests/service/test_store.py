@@ -192,6 +192,36 @@ def test_the_window_of_updates_and_idempotency_keys(make_store: Callable[..., St
     _run(make_store(), body)
 
 
+def test_damaged_window_entries_are_left_out_not_raised(redis_url: str) -> None:
+    """An entry of a game's window that does not unpack (damaged bytes) is read as a gap: the
+    updates after it are read, those before it are not (the watch hub rebuilds them from the
+    log), and a version whose entry is damaged is not in the window. A damaged top is no news.
+    No read of the window raises: once, reading a game whose window holds such an entry
+    failed, as INTERNAL or as an unavailable store."""
+
+    async def body(store: Store) -> None:
+        r: Any = redis.Redis.from_url(redis_url)
+        gid = _game_id()
+        last = await _play(store, gid, await _create(store, gid), 1, 6)  # the window: 4..7
+        window = keys.game_keys(gid)[1]
+        r.lset(window, 1, b"\x00\x00\x00\x05\x00\x09ab")  # version 5: ids past its end
+        ups = (await store.read_updates({gid: 3}, 0))[gid]
+        assert [u.version for u in ups] == [6, 7] and ups[-1].commit_id == last
+        assert await store.update_at(gid, 5) is None
+        assert (u6 := await store.update_at(gid, 6)) is not None and u6.update == b"u6"
+        r.lset(window, 0, b"\xff")  # version 4: too short for a version
+        assert await store.first_update_version(gid) is None
+        other = _game_id()
+        await _play(store, other, await _create(store, other), 1, 2)
+        r.lset(keys.game_keys(other)[1], -1, b"zz")  # its top (version 3)
+        news = await store.read_updates({gid: 6, other: 2}, 0)
+        assert [u.version for u in news[gid]] == [7] and not news.get(other)
+        assert await store.update_at(other, 3) is None
+        r.close()
+
+    _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
+
+
 def test_a_finished_game_keeps_its_window_a_while_then_what_replay_needs(make_store: Callable[..., Store]) -> None:
     """Over: the window stays a little while (watchers behind at the end catch up), with the
     last idempotency key only; then the record, the log and that key remain."""
