@@ -38,6 +38,7 @@ from engine_service.store import (
     IdempotentRecord,
     NewGame,
     Store,
+    UnreadableData,
     chained_commit_id,
     first_commit_id,
 )
@@ -446,7 +447,10 @@ class Games:
                 "GAME_NOT_OVER",
                 "the game is not over: its replay (seed and actions) would reveal hidden cards",
             )
-        log_entries = await self.store.action_log(game_id)
+        try:
+            log_entries = await self.store.action_log(game_id)
+        except UnreadableData as e:
+            raise _unreadable(game_id, f"its replay log is damaged ({e})") from e
         s = self._state(rec)
         steps = [
             epb.ReplayStep(version=i + 2, seat=seat, action=action)

@@ -30,6 +30,7 @@ from engine_service.store import (
     GameRecord,
     Store,
     StoredUpdate,
+    UnreadableData,
     chained_commit_id,
     first_commit_id,
 )
@@ -79,7 +80,11 @@ class History:
         rec = await self.store.load(game_id)
         if rec is None or after >= rec.version:
             return None
-        entries = await self.store.action_log(game_id)
+        try:
+            entries = await self.store.action_log(game_id)
+        except UnreadableData as e:
+            log.warning("game %s: its log is damaged (%s): no history to rebuild", game_id, e)
+            return None
         if len(entries) < rec.version - 1:
             return None  # the log is behind the record: it changed under us (a rollback)
         replay = self._replayed(rec, entries[: rec.version - 1])

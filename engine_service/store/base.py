@@ -170,6 +170,11 @@ class StoreError(Exception):
     """The store could not be reached or answered nonsense (maps to UNAVAILABLE)."""
 
 
+class UnreadableData(ValueError):
+    """Bytes of a game in the store that are not what the engine wrote there (damaged): a
+    window entry (left out: the window only keeps updates) or a replay log."""
+
+
 class Store(abc.ABC):
     """Every method is a coroutine; implementations are safe to share between tasks."""
 

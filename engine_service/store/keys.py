@@ -38,6 +38,8 @@ import functools
 import struct
 import zlib
 
+from engine_service.store.base import UnreadableData
+
 BUCKETS = 64
 
 
@@ -96,13 +98,9 @@ def unpack_window_entry(raw: bytes) -> tuple[int, bool, str, str, bytes]:
     return version, over, cid, parent, update
 
 
-class UnreadableEntry(ValueError):
-    """A window entry that is not one ``pack_window_entry`` wrote (damaged bytes)."""
-
-
 def unpack_window_entry_attempt(raw: bytes) -> tuple[int, bool, str, str, str, bytes]:
     """(version, over, commit id, parent's commit id, attempt id or "", update);
-    UnreadableEntry if ``raw`` is too short for what its flags announce, or not text where
+    UnreadableData if ``raw`` is too short for what its flags announce, or not text where
     ids are."""
     try:
         version, flags = struct.unpack_from(">IB", raw)
@@ -116,9 +114,9 @@ def unpack_window_entry_attempt(raw: bytes) -> tuple[int, bool, str, str, str, b
         if flags & _ATTEMPT:
             attempt, rest = raw[rest : rest + 8].hex(), rest + 8
     except (struct.error, IndexError, UnicodeDecodeError) as e:
-        raise UnreadableEntry(f"window entry of {len(raw)} bytes does not unpack: {e}") from e
+        raise UnreadableData(f"window entry of {len(raw)} bytes does not unpack: {e}") from e
     if len(raw) < rest or flags & ~(_OVER | _RAW_IDS | _ATTEMPT):
-        raise UnreadableEntry(f"window entry of {len(raw)} bytes with flags {flags} is damaged")
+        raise UnreadableData(f"window entry of {len(raw)} bytes with flags {flags} is damaged")
     return version, bool(flags & _OVER), cid, parent, attempt, raw[rest:]
 
 
@@ -142,7 +140,7 @@ def pack_log_entry(seat: int, action: int) -> bytes:
 def unpack_log(stored: bytes) -> list[tuple[int, int]]:
     raw = unpack_log_bytes(stored)
     if len(raw) % 4:
-        raise ValueError(f"replay log of {len(raw)} bytes is not whole 4-byte entries")
+        raise UnreadableData(f"replay log of {len(raw)} bytes is not whole 4-byte entries")
     return [(raw[i], int.from_bytes(raw[i + 1 : i + 4], "big")) for i in range(0, len(raw), 4)]
 
 
@@ -179,10 +177,13 @@ def pack_log(raw: bytes, over: bool) -> bytes:
 
 
 def unpack_log_bytes(stored: bytes) -> bytes:
-    """The log's entries, plain, whatever form it is kept in."""
-    if stored[:1] == bytes((_PACKED_LOG,)):
-        return zlib.decompress(stored[1:])
-    if stored[:1] == bytes((_PACKED_HEAD,)):
-        (n,) = struct.unpack_from(">I", stored, 1)
-        return zlib.decompress(stored[5 : 5 + n]) + stored[5 + n :]
+    """The log's entries, plain, whatever form it is kept in; UnreadableData if damaged."""
+    try:
+        if stored[:1] == bytes((_PACKED_LOG,)):
+            return zlib.decompress(stored[1:])
+        if stored[:1] == bytes((_PACKED_HEAD,)):
+            (n,) = struct.unpack_from(">I", stored, 1)
+            return zlib.decompress(stored[5 : 5 + n]) + stored[5 + n :]
+    except (zlib.error, struct.error) as e:
+        raise UnreadableData(f"replay log of {len(stored)} bytes does not unpack: {e}") from e
     return stored

@@ -59,6 +59,7 @@ from engine_service.store.base import (
     StoredUpdate,
     StoreError,
     StoreSettings,
+    UnreadableData,
 )
 
 log = logging.getLogger("ascension.engine.store")
@@ -333,7 +334,7 @@ def _readable(entries: list[bytes], game_id: str) -> list[StoredUpdate]:
     for e in entries:
         try:
             out.append(_stored_update(e))
-        except keys.UnreadableEntry as err:
+        except UnreadableData as err:
             log.warning("game %s: an update in its window is damaged (%s): left out", game_id, err)
             out.clear()
     return out
@@ -776,7 +777,7 @@ class RedisStore(Store):
             return None
         try:
             entry = keys.unpack_window_entry_attempt(raw)
-        except keys.UnreadableEntry as e:
+        except UnreadableData as e:
             log.warning("game %s: its update %d is damaged in its window (%s)", game_id, version, e)
             return None
         return entry if entry[0] == version else None

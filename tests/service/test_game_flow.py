@@ -214,6 +214,28 @@ def test_damaged_updates_in_a_window_are_rebuilt_for_watchers(engine: support.En
     r.close()
 
 
+def test_a_damaged_replay_log_is_refused_saying_so(engine: support.Engine) -> None:
+    """GetReplay of a finished game whose log is damaged: UNREADABLE_GAME (it was INTERNAL);
+    a watcher from the start: OUT_OF_RANGE, as for any history that cannot be rebuilt."""
+    import redis
+
+    stub = engine.stub()
+    r: Any = redis.Redis.from_url(engine.redis_url)
+    for damage in (b"\x01\x02\x03", b"\xfe\x00\x00\x00\x09abc", b"\xffnot zlib"):
+        game = support.create(stub, seed=5)
+        final, _ = support.play_to_end(stub, game, seed=5)
+        assert final.over
+        r.set(keys.game_keys(game.game_id)[2], damage)
+        err = support.rpc_error(stub.GetReplay, epb.GetReplayRequest(game_id=game.game_id))
+        assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err
+        assert rich_status(err).reason == "UNREADABLE_GAME" and "replay log is damaged" in err.details()
+        with pytest.raises(grpc.RpcError) as e:
+            list(stub.WatchGame(epb.WatchGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT))
+        assert e.value.code() == grpc.StatusCode.OUT_OF_RANGE
+    assert "internal error" not in engine.log()
+    r.close()
+
+
 def test_delete_game(stub: rpc.EngineStub) -> None:
     game = support.create(stub)
     stub.DeleteGame(epb.DeleteGameRequest(game_id=game.game_id, admin_token=game.admin_token), timeout=CALL_TIMEOUT)
