@@ -79,10 +79,16 @@ class Sweeper:
         now = time.time()
         sent = 0
         for p in await self.store.stalled_ai(now - self.stall_seconds, BATCH):
-            payload = json.loads(p.payload)
-            if now - float(payload.get("enqueued_at", 0)) < self.stall_seconds:
+            try:
+                payload = json.loads(p.payload)
+                enqueued_at = float(payload.get("enqueued_at", 0))
+                attempt = int(payload.get("attempt", 1) or 1)
+            except (ValueError, TypeError, AttributeError) as e:
+                # Damaged in the store: skipped, so that the other stalled moves are swept.
+                log.warning("game %s: its pending AI move does not decode (%s): not swept", p.game_id, e)
                 continue
-            attempt = int(payload.get("attempt", 1) or 1)
+            if now - enqueued_at < self.stall_seconds:
+                continue
             give_up = (
                 self.games is not None and self.max_dispatches > 0 and attempt >= self.max_dispatches
             )

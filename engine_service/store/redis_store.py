@@ -1058,9 +1058,14 @@ class RedisStore(Store):
             raise StoreError(f"redis: {e}") from e
         out = []
         for (gid, since), raw in zip(rows, payloads, strict=True):
-            if raw is not None:
+            if raw is None:
+                continue
+            try:
                 version, payload = _split_pending(raw)
-                out.append(PendingAI(gid, version, payload, float(since)))
+            except ValueError:  # damaged: one game's, not every stalled move's sweep
+                log.warning("game %s: its pending AI move is damaged (%r): not swept", gid, raw[:40])
+                continue
+            out.append(PendingAI(gid, version, payload, float(since)))
         return out
 
     async def claim_redispatch(self, game_id: str, old_payload: bytes, new_payload: bytes) -> bool:

@@ -3,6 +3,7 @@ moves that waited too long."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -12,9 +13,16 @@ from typing import Any
 
 import pytest
 import redis
+from prometheus_client import CollectorRegistry
 
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
+from engine_service.server.dispatch import Dispatcher
+from engine_service.server.ids import new_game_id
+from engine_service.server.metrics import Metrics
+from engine_service.server.sweeper import Sweeper
+from engine_service.store import NewGame, StoreSettings, keys, new_commit_id
+from engine_service.store.redis_store import RedisStore
 from tests.service import support
 from tests.service.support import CALL_TIMEOUT
 
@@ -133,3 +141,44 @@ def test_celery_dispatch_and_sweeper(redis_url: str) -> None:
         r.delete(QUEUE)
         r.close()
         engine.stop()
+
+
+class _Recorder(Dispatcher):
+    """Keeps what it is handed (the boundary to Celery; the store and sweeper are real)."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    async def dispatch(self, payload: dict[str, Any]) -> None:
+        self.sent.append(payload)
+
+
+def test_a_damaged_pending_move_does_not_stop_the_sweep(redis_url: str) -> None:
+    """A game whose pending AI move is damaged in the store (its framing, or its JSON) is
+    skipped; the other stalled moves are sent again. Once, one such game failed every sweep,
+    and no stalled AI move anywhere was sent again."""
+
+    async def main() -> None:
+        store = RedisStore(redis_url, StoreSettings(), timeout=2.0)
+        r: Any = redis.Redis.from_url(redis_url)
+        try:
+            old = time.time() - 86_400  # (older than any other game of the session)
+            ids = [new_game_id() for _ in range(3)]
+            for gid in ids:
+                payload = json.dumps({"game_id": gid, "seat": 0, "version": 1, "enqueued_at": old})
+                await store.create(NewGame(gid, new_commit_id(), b"state", b'{"m":1}', b"u", 0, 1,
+                                           payload.encode(), old))  # fmt: skip
+            r.hset(keys.game_keys(ids[0])[0], "ai", b"not a version|{}")
+            r.hset(keys.game_keys(ids[1])[0], "ai", b"1|{not json")
+            recorder = _Recorder()
+            sweeper = Sweeper(store, recorder, Metrics(CollectorRegistry()), 1.0, 60.0)
+            assert await sweeper.sweep_once() >= 1
+            assert ids[2] in {p["game_id"] for p in recorder.sent}
+            assert not {ids[0], ids[1]} & {p["game_id"] for p in recorder.sent}
+        finally:
+            for gid in ids:
+                await store.delete(gid)
+            r.close()
+            await store.close()
+
+    asyncio.run(main())
