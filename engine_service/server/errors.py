@@ -143,6 +143,15 @@ def refused(code: Code, reason: str, message: str, **metadata: object) -> Servic
     )
 
 
+def unreadable_game(game_id: str, why: str) -> ServiceError:
+    """A record written by another version of the engine, or damaged: refused, not INTERNAL."""
+    return refused(
+        Code.FAILED_PRECONDITION,
+        "UNREADABLE_GAME",
+        f"game {game_id} cannot be read by this engine: {why}",
+    )
+
+
 def invalid(field: str, problem: str, reason: str = "INVALID_FIELD") -> ServiceError:
     """A malformed request: the message starts with the field's name; BadRequest names it."""
     return ServiceError(

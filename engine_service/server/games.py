@@ -59,15 +59,6 @@ def require_turn(s: rules.State, seat: int, why: str = "") -> None:
         raise errors.not_your_turn(to_move, what + why)
 
 
-def _unreadable(game_id: str, why: str) -> ServiceError:
-    """A record written by another version of the engine, or damaged: refused, not INTERNAL."""
-    return errors.refused(
-        Code.FAILED_PRECONDITION,
-        "UNREADABLE_GAME",
-        f"game {game_id} cannot be read by this engine: {why}",
-    )
-
-
 class Games:
     def __init__(
         self,
@@ -101,7 +92,7 @@ class Games:
         try:
             return self.meta.get(rec.game_id, rec.meta)
         except UnreadableMeta as e:
-            raise _unreadable(rec.game_id, f"its metadata does not decode ({e})") from e
+            raise errors.unreadable_game(rec.game_id, f"its metadata does not decode ({e})") from e
 
     def _state(self, rec: GameRecord) -> rules.State:
         """The record's state, shared with the cache: clone it before changing it."""
@@ -111,7 +102,7 @@ class Games:
         try:
             s = rules.deserialize(rec.state)
         except rules.SerializationError as e:
-            raise _unreadable(rec.game_id, str(e)) from e
+            raise errors.unreadable_game(rec.game_id, str(e)) from e
         self.states.put(rec.game_id, rec.commit_id, s)
         return s
 
@@ -450,7 +441,7 @@ class Games:
         try:
             log_entries = await self.store.action_log(game_id)
         except UnreadableData as e:
-            raise _unreadable(game_id, f"its replay log is damaged ({e})") from e
+            raise errors.unreadable_game(game_id, f"its replay log is damaged ({e})") from e
         s = self._state(rec)
         steps = [
             epb.ReplayStep(version=i + 2, seat=seat, action=action)
@@ -473,13 +464,10 @@ class Games:
         """Needs the game's admin token, or an operator credential (checked by the caller)."""
         validate.game_id(game_id)
         validate.token(admin_token, "admin_token")
-        rec = await self.store.load(game_id)
-        if rec is None:
-            raise not_found(game_id)
-        if not operator:  # (an operator may delete a game this engine cannot read)
+        if not operator:  # (an operator may delete a game this engine cannot read: no load)
+            _, meta = await self._load(game_id)
             if not admin_token:
                 raise errors.token_required("admin_token", "the admin token CreateGame returned")
-            meta = self._meta(rec)
             if not tokens.matches(admin_token, meta.admin_digest):
                 if tokens.seat_of(admin_token, meta.token_digests) is not None:
                     raise errors.refused(

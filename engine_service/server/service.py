@@ -28,7 +28,7 @@ from engine_service.server.games import Games
 from engine_service.server.grpc_compat import grpc
 from engine_service.server.limits import CallLimits, LiveGamesCap, LogLimiter, peer_key
 from engine_service.server.metrics import Metrics
-from engine_service.store import StoreError
+from engine_service.store import StoreError, UnreadableData
 
 log = logging.getLogger("ascension.engine.rpc")
 bad_requests = LogLimiter(logging.getLogger("ascension.engine.badrequests"))
@@ -75,6 +75,9 @@ def _error_of(e: BaseException) -> ServiceError:
     if isinstance(e, StoreError):
         log.warning("store unavailable: %s", e)
         return errors.store_unavailable()
+    if isinstance(e, UnreadableData):  # (damaged bytes of one game in the store)
+        log.warning("game %s: %s", e.game_id, e)
+        return errors.unreadable_game(e.game_id, str(e))
     log.exception("internal error")
     return errors.internal()
 

@@ -171,8 +171,13 @@ class StoreError(Exception):
 
 
 class UnreadableData(ValueError):
-    """Bytes of a game in the store that are not what the engine wrote there (damaged): a
-    window entry (left out: the window only keeps updates) or a replay log."""
+    """Bytes of a game in the store that are not what the engine wrote there (damaged): its
+    record's fields, a window entry (left out: the window only keeps updates) or its replay
+    log. The service answers UNREADABLE_GAME for the game (``game_id``, when known)."""
+
+    def __init__(self, why: str, game_id: str = "") -> None:
+        super().__init__(why)
+        self.game_id = game_id
 
 
 class Store(abc.ABC):

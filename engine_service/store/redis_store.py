@@ -20,6 +20,7 @@ import contextlib
 import functools
 import logging
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -324,6 +325,42 @@ def _text(b: bytes | str | None) -> str:
 def _stored_update(entry: bytes) -> StoredUpdate:
     version, over, cid, parent, update = keys.unpack_window_entry(entry)
     return StoredUpdate(version, cid, parent, update, over)
+
+
+def _version(game_id: str, raw: bytes) -> int:
+    """A record's version; UnreadableData if damaged."""
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise UnreadableData(f"its record's version does not decode ({e})", game_id) from e
+
+
+def _meta(game_id: str, raw: bytes) -> bytes:
+    """A record's metadata, unpacked; UnreadableData if damaged."""
+    try:
+        return keys.unpack_meta(raw)
+    except zlib.error as e:
+        raise UnreadableData(f"its metadata does not unpack ({e})", game_id) from e
+
+
+def _summary(
+    gid: str, version: bytes, meta: bytes | None, over: bytes, to_move: bytes, updated: bytes
+) -> GameSummaryRecord:
+    """A listing's row; fields damaged in the store are listed as 0 (or no metadata): one such
+    record must not take the listing down."""
+    try:
+        return GameSummaryRecord(gid, int(version), keys.unpack_meta(meta or b""), over == b"1",
+                                 int(to_move), int(updated))  # fmt: skip
+    except (ValueError, TypeError, zlib.error) as e:
+        log.warning("game %s: its record does not decode (%s): listed with zeros", gid, e)
+
+    def num(raw: bytes) -> int:
+        try:
+            return int(raw)
+        except (TypeError, ValueError):
+            return 0
+
+    return GameSummaryRecord(gid, num(version), b"", over == b"1", num(to_move), num(updated))
 
 
 def _readable(entries: list[bytes], game_id: str) -> list[StoredUpdate]:
@@ -658,9 +695,8 @@ class RedisStore(Store):
         version, cid, over, state, meta = row
         if version is None:
             return None
-        return GameRecord(
-            game_id, int(version), _text(cid), state, keys.unpack_meta(meta), over == b"1"
-        )
+        v, m = _version(game_id, version), _meta(game_id, meta or b"")
+        return GameRecord(game_id, v, _text(cid), state, m, over == b"1")
 
     async def load_if_changed(
         self, game_id: str, known_commit_id: str, want_meta: bool
@@ -673,8 +709,8 @@ class RedisStore(Store):
         if row is None:
             return None
         state = row[3] if len(row) > 3 else None
-        meta = keys.unpack_meta(row[4]) if len(row) > 4 else None
-        return int(row[0]), _text(row[1]), row[2] == b"1", state, meta
+        meta = _meta(game_id, row[4]) if len(row) > 4 else None
+        return _version(game_id, row[0]), _text(row[1]), row[2] == b"1", state, meta
 
     async def commit(self, c: Commit) -> CommitResult:
         ks = keys.game_keys(c.game_id)
@@ -956,8 +992,12 @@ class RedisStore(Store):
                 part = gids[i : i + _HEADS_PER_CALL]
                 (row,) = await self._script(self._heads, [keys.game_keys(g)[0] for g in part], ())
                 for gid, version, cid in zip(part, row[::2], row[1::2], strict=True):
-                    if version is not None:
+                    if version is None:
+                        continue
+                    try:
                         out[gid] = (int(version), _text(cid))
+                    except ValueError:  # damaged: its own calls say so (UNREADABLE_GAME)
+                        log.warning("game %s: its record's version %r does not decode", gid, version)
         return out
 
     async def first_update_version(self, game_id: str) -> int | None:
@@ -1012,16 +1052,7 @@ class RedisStore(Store):
                         continue
                     if active_only and over == b"1":
                         continue
-                    out.append(
-                        GameSummaryRecord(
-                            gid,
-                            int(version),
-                            keys.unpack_meta(meta),
-                            over == b"1",
-                            int(to_move),
-                            int(updated),
-                        )
-                    )
+                    out.append(_summary(gid, version, meta, over, to_move, updated))
                     if len(out) >= limit:
                         break
                 for gid in gone:

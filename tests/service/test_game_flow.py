@@ -171,6 +171,51 @@ def test_a_record_with_unreadable_metadata_does_not_take_the_listing_down(engine
     assert stub.GetGame(epb.GetGameRequest(game_id=good.game_id), timeout=CALL_TIMEOUT).version == 1
 
 
+def test_a_record_with_damaged_fields_is_refused_and_listed(engine: support.Engine) -> None:
+    """A record whose version, or compressed metadata, is damaged in the store: every call on
+    the game answers UNREADABLE_GAME (it was INTERNAL), the listing shows it, with zeros, and
+    the other games as ever; watchers of other games are not held up by it."""
+    import redis
+
+    stub = engine.stub()
+    r: Any = redis.Redis.from_url(engine.redis_url)
+    good = support.create(stub)
+    watcher = support.Watcher(stub, good.game_id)
+    watcher.until(1)
+    bad = [support.create(stub).game_id, new_game_id()]
+    store = RedisStore(engine.redis_url, StoreSettings(), timeout=2.0)
+
+    async def put() -> None:  # a game this engine has not seen (nothing of it cached)
+        try:
+            await store.create(NewGame(bad[1], new_commit_id(), b"state", b"{}", b"u", 0, 1, None, time.time()))
+        finally:
+            await store.close()
+
+    asyncio.run(put())
+    r.hset(keys.game_keys(bad[0])[0], "version", b"seven")
+    r.hset(keys.game_keys(bad[1])[0], "meta", b"x-not-zlib")
+    token = "t" * 32
+    for gid in bad:
+        for call, req in [
+            (stub.GetGame, epb.GetGameRequest(game_id=gid)),
+            (stub.SubmitAction, epb.SubmitActionRequest(game_id=gid, token=token, expected_version=1, action=1)),
+            (stub.DeleteGame, epb.DeleteGameRequest(game_id=gid, admin_token=token)),
+        ]:  # fmt: skip
+            err = support.rpc_error(call, req)
+            assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, (req, err)
+            assert rich_status(err).reason == "UNREADABLE_GAME" and gid in err.details()
+        with pytest.raises(grpc.RpcError) as e:
+            list(stub.WatchGame(epb.WatchGameRequest(game_id=gid), timeout=CALL_TIMEOUT))
+        assert rich_status(e.value).reason == "UNREADABLE_GAME"
+    listed = {g.game_id: g for g in stub.ListGames(epb.ListGamesRequest(page_size=500), timeout=CALL_TIMEOUT).games}
+    assert listed[bad[0]].version == 0 and listed[bad[1]].version == 1
+    assert listed[good.game_id].version == 1 and len(listed[good.game_id].seats) == 2
+    final, _ = support.play_to_end(stub, good, seed=2, max_actions=12)
+    assert [u.version for u in watcher.until(final.version)][-1] == final.version
+    assert "internal error" not in engine.log()
+    r.close()
+
+
 def test_damaged_updates_in_a_window_are_rebuilt_for_watchers(engine: support.Engine) -> None:
     """The window only keeps recent updates; the log and the state are the game. A watcher of
     a game whose window holds a damaged entry gets that version rebuilt from the log (it got
