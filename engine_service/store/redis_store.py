@@ -343,6 +343,15 @@ def _meta(game_id: str, raw: bytes) -> bytes:
         raise UnreadableData(f"its metadata does not unpack ({e})", game_id) from e
 
 
+def _idempotent_record(game_id: str, raw: bytes) -> IdempotentRecord:
+    """What an idempotency key wrote ("<version>|<fingerprint>"); UnreadableData if damaged."""
+    version, _, fingerprint = raw.partition(b"|")
+    try:
+        return IdempotentRecord(int(version), fingerprint)
+    except ValueError as e:
+        raise UnreadableData(f"an idempotency record does not decode ({e})", game_id) from e
+
+
 def _summary(
     gid: str, version: bytes, meta: bytes | None, over: bytes, to_move: bytes, updated: bytes
 ) -> GameSummaryRecord:
@@ -754,10 +763,9 @@ class RedisStore(Store):
         prior = None
         what = f"the commit of version {c.expected_version + 1}"
         if status is CommitStatus.DUPLICATE:
-            version, _, fingerprint = res[3].partition(b"|")
-            prior = IdempotentRecord(int(version), fingerprint)
+            prior = _idempotent_record(c.game_id, res[3])
             if wait:  # the answer will be what the key wrote: it must be on the replicas too
-                self._check_replicas(replies[1], f"the version {int(version)} a retry is told of")
+                self._check_replicas(replies[1], f"the version {prior.version} a retry is told of")
         elif (
             status is CommitStatus.CONFLICT
             and int(res[1]) > c.expected_version + 1
@@ -799,8 +807,7 @@ class RedisStore(Store):
             return None
         if confirm == "1":
             self._check_replicas(replies[1], "the version a retry is told of")
-        version, _, fingerprint = raw.partition(b"|")
-        return IdempotentRecord(int(version), fingerprint)
+        return _idempotent_record(game_id, raw)
 
     async def _window_entry(
         self, game_id: str, version: int

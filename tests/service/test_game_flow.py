@@ -248,6 +248,12 @@ def test_damaged_updates_in_a_window_are_rebuilt_for_watchers(engine: support.En
 
     again = retry(2)
     assert again.replayed and again.update.version == 4 and again.view.version == 6
+    idem = keys.game_keys(game.game_id)[3]  # a damaged idempotency record: said so
+    r.hset(idem, f"{game.game_id}-1", b"two|x")
+    err = support.rpc_error(stub.SubmitAction, epb.SubmitActionRequest(
+        game_id=game.game_id, token=game.seat_tokens[sent[0].update.seat], expected_version=1,
+        action=sent[0].update.action, idempotency_key=f"{game.game_id}-1"))  # fmt: skip
+    assert rich_status(err).reason == "UNREADABLE_GAME" and "idempotency record" in err.details()
     entry = r.lindex(window, 4)  # version 5's: its update no longer parses
     assert isinstance(entry, bytes)
     update = keys.unpack_window_entry(entry)[4]
