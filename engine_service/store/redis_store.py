@@ -327,12 +327,26 @@ def _stored_update(entry: bytes) -> StoredUpdate:
     return StoredUpdate(version, cid, parent, update, over)
 
 
-def _version(game_id: str, raw: bytes) -> int:
+_MAX_VERSION = (1 << 31) - 1  # far beyond any game; a larger one is damage
+
+
+def _version(game_id: str, raw: bytes | int) -> int:
     """A record's version; UnreadableData if damaged."""
     try:
-        return int(raw)
+        v = int(raw)
     except ValueError as e:
         raise UnreadableData(f"its record's version does not decode ({e})", game_id) from e
+    if not 0 <= v <= _MAX_VERSION:
+        raise UnreadableData(f"its record's version {v} is out of range", game_id)
+    return v
+
+
+def _cid(game_id: str, raw: bytes | None) -> str:
+    """A record's commit id; UnreadableData if damaged (not text)."""
+    try:
+        return _text(raw)
+    except UnicodeDecodeError as e:
+        raise UnreadableData(f"its record's commit id does not decode ({e})", game_id) from e
 
 
 def _meta(game_id: str, raw: bytes) -> bytes:
@@ -355,21 +369,30 @@ def _idempotent_record(game_id: str, raw: bytes) -> IdempotentRecord:
 def _summary(
     gid: str, version: bytes, meta: bytes | None, over: bytes, to_move: bytes, updated: bytes
 ) -> GameSummaryRecord:
-    """A listing's row; fields damaged in the store are listed as 0 (or no metadata): one such
-    record must not take the listing down."""
-    try:
-        return GameSummaryRecord(gid, int(version), keys.unpack_meta(meta or b""), over == b"1",
-                                 int(to_move), int(updated))  # fmt: skip
-    except (ValueError, TypeError, zlib.error) as e:
-        log.warning("game %s: its record does not decode (%s): listed with zeros", gid, e)
+    """A listing's row; a field damaged in the store is listed as 0 (metadata as none): one
+    such record must not take the listing down."""
+    damaged: list[str] = []
 
-    def num(raw: bytes) -> int:
+    def num(name: str, raw: bytes, low: int, high: int) -> int:
         try:
-            return int(raw)
+            n = int(raw)
         except (TypeError, ValueError):
-            return 0
+            n = low - 1
+        if low <= n <= high:
+            return n
+        damaged.append(name)
+        return 0
 
-    return GameSummaryRecord(gid, num(version), b"", over == b"1", num(to_move), num(updated))
+    try:
+        unpacked = keys.unpack_meta(meta or b"")
+    except zlib.error:
+        unpacked = b""
+        damaged.append("meta")
+    row = GameSummaryRecord(gid, num("version", version, 0, _MAX_VERSION), unpacked, over == b"1",
+                            num("to_move", to_move, -1, 63), num("updated", updated, 0, 1 << 62))  # fmt: skip
+    if damaged:
+        log.warning("game %s: its record's %s do not decode: listed as 0", gid, ", ".join(damaged))
+    return row
 
 
 def _readable(entries: list[bytes], game_id: str) -> list[StoredUpdate]:
@@ -705,7 +728,7 @@ class RedisStore(Store):
         if version is None:
             return None
         v, m = _version(game_id, version), _meta(game_id, meta or b"")
-        return GameRecord(game_id, v, _text(cid), state, m, over == b"1")
+        return GameRecord(game_id, v, _cid(game_id, cid), state, m, over == b"1")
 
     async def load_if_changed(
         self, game_id: str, known_commit_id: str, want_meta: bool
@@ -719,7 +742,7 @@ class RedisStore(Store):
             return None
         state = row[3] if len(row) > 3 else None
         meta = _meta(game_id, row[4]) if len(row) > 4 else None
-        return _version(game_id, row[0]), _text(row[1]), row[2] == b"1", state, meta
+        return _version(game_id, row[0]), _cid(game_id, row[1]), row[2] == b"1", state, meta
 
     async def commit(self, c: Commit) -> CommitResult:
         ks = keys.game_keys(c.game_id)
@@ -760,6 +783,7 @@ class RedisStore(Store):
         )
         res = replies[0]
         status = CommitStatus(res[0].decode())
+        version = _version(c.game_id, res[1])
         prior = None
         what = f"the commit of version {c.expected_version + 1}"
         if status is CommitStatus.DUPLICATE:
@@ -768,7 +792,7 @@ class RedisStore(Store):
                 self._check_replicas(replies[1], f"the version {prior.version} a retry is told of")
         elif (
             status is CommitStatus.CONFLICT
-            and int(res[1]) > c.expected_version + 1
+            and version > c.expected_version + 1
             # Was it ours, and then built upon? (the reply to our commit was lost)
             and await self._attempt_at(c.game_id, c.expected_version + 1) == c.attempt
         ):
@@ -779,7 +803,7 @@ class RedisStore(Store):
             self._check_replicas(replies[1], what)
         if status is CommitStatus.OK and (c.over or (c.expected_version + 1) % keys.LOG_CHUNK == 0):
             await self._pack_log(c.game_id, c.over)
-        return CommitResult(status, int(res[1]), _text(res[2]), prior)
+        return CommitResult(status, version, _cid(c.game_id, res[2]), prior)
 
     async def _pack_log(self, game_id: str, over: bool) -> None:
         """The replay log compressed (keys.pack_log): whole at the game's end, and every
