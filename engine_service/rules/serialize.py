@@ -1,14 +1,15 @@
 """A state to compact bytes and back: a format byte, then the state's primitive form.
 
-Format 3 (written) is ``marshal`` (version 2: equal states, equal bytes) of ints, strings and lists, with every list of ints in
-0..255 (the zones: cards are small ints) written as ``bytes``, at depth one or two: a third of
-the size of format 2, which spends five bytes on each int, and no slower (a game's state is
-what Redis keeps of it, and is written on every submit). No state holds ``bytes`` otherwise,
-so reading turns every ``bytes`` back into a list. Format 2 (the same without ``bytes``) and
-format 1 (zlib-compressed JSON, written by earlier versions) are still read. These bytes are for our own store; views handed to bots
-use ``View.serialize`` (its own format byte, see ``view.py``). The catalog fingerprint travels with the state, so
-bytes written under other card data are refused with a clear error instead of being read as
-different cards.
+Format 3 (written) is ``marshal`` (version 2: equal states, equal bytes) of ints, strings
+and lists, with every list of ints in 0..255 (the zones: cards are small ints) written as
+``bytes``, at depth one or two: a third of the size of format 2, which spends five bytes on
+each int, and no slower (a game's state is what Redis keeps of it, and is written on every
+submit). No state holds ``bytes`` otherwise, so reading turns every ``bytes`` back into a
+list. Format 2 (the same without ``bytes``) and format 1 (zlib-compressed JSON, written by
+earlier versions) are still read. These bytes are for our own store; views handed to bots use
+``View.serialize`` (its own format byte, see ``view.py``). The catalog fingerprint travels
+with the state, so bytes written under other card data are refused with a clear error
+instead of being read as different cards.
 """
 
 from __future__ import annotations

@@ -38,7 +38,6 @@ from engine_service.store import (
     IdempotentRecord,
     NewGame,
     Store,
-    UnreadableData,
     chained_commit_id,
     first_commit_id,
 )
@@ -438,10 +437,7 @@ class Games:
                 "GAME_NOT_OVER",
                 "the game is not over: its replay (seed and actions) would reveal hidden cards",
             )
-        try:
-            log_entries = await self.store.action_log(game_id)
-        except UnreadableData as e:
-            raise errors.unreadable_game(game_id, f"its replay log is damaged ({e})") from e
+        log_entries = await self.store.action_log(game_id)  # (damaged: UNREADABLE_GAME)
         s = self._state(rec)
         steps = [
             epb.ReplayStep(version=i + 2, seat=seat, action=action)

@@ -1026,9 +1026,9 @@ class RedisStore(Store):
                     if version is None:
                         continue
                     try:
-                        out[gid] = (int(version), _text(cid))
-                    except ValueError:  # damaged: its own calls say so (UNREADABLE_GAME)
-                        log.warning("game %s: its record's version %r does not decode", gid, version)
+                        out[gid] = (_version(gid, version), _cid(gid, cid))
+                    except UnreadableData as e:  # its own calls say so (UNREADABLE_GAME)
+                        log.warning("game %s: %s", gid, e)
         return out
 
     async def first_update_version(self, game_id: str) -> int | None:
@@ -1040,7 +1040,10 @@ class RedisStore(Store):
     async def action_log(self, game_id: str) -> list[tuple[int, int]]:
         log_key = keys.game_keys(game_id)[2]
         (raw,) = await self._guard(self._hot.call(log_key, _pack("GET", log_key)))
-        return keys.unpack_log(raw or b"")
+        try:
+            return keys.unpack_log(raw or b"")
+        except UnreadableData as e:
+            raise UnreadableData(f"its replay log is damaged ({e})", game_id) from e
 
     async def delete(self, game_id: str) -> bool:
         b = keys.bucket_of(game_id)
