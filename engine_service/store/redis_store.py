@@ -816,7 +816,7 @@ class RedisStore(Store):
             if stored:
                 packed = keys.pack_log(keys.unpack_log_bytes(stored), over)
                 await self._script(self._replace, (log_key,), (len(stored), packed))
-        except StoreError as e:
+        except (StoreError, UnreadableData) as e:  # (the commit itself is done)
             log.warning("the replay log of game %s is kept uncompressed: %s", game_id, e)
 
     async def idempotent(self, game_id: str, key: str) -> IdempotentRecord | None:

@@ -228,6 +228,23 @@ def test_damaged_window_entries_are_left_out_not_raised(redis_url: str) -> None:
     _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
 
 
+def test_a_commit_on_a_damaged_log_is_not_failed_by_its_compression(redis_url: str) -> None:
+    """Every LOG_CHUNK versions the store compresses the log after the commit, best effort: a
+    damaged log is left as it is, and the commit (done) answers OK, not an error."""
+
+    async def body(store: Store) -> None:
+        r: Any = redis.Redis.from_url(redis_url)
+        gid = _game_id()
+        last = await _play(store, gid, await _create(store, gid), 1, keys.LOG_CHUNK - 2, key=False)
+        r.set(keys.game_keys(gid)[2], b"\xfe\x00\x00\x00\x09abc")  # a head that does not unpack
+        await _play(store, gid, last, keys.LOG_CHUNK - 1, 1, key=False)  # version LOG_CHUNK: OK
+        rec = await store.load(gid)
+        assert rec is not None and rec.version == keys.LOG_CHUNK
+        r.close()
+
+    _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
+
+
 def test_a_finished_game_keeps_its_window_a_while_then_what_replay_needs(make_store: Callable[..., Store]) -> None:
     """Over: the window stays a little while (watchers behind at the end catch up), with the
     last idempotency key only; then the record, the log and that key remain."""
