@@ -72,20 +72,43 @@ def from_primitive(data: list[Any], tables: Tables | None = None) -> State:
     return s
 
 
-def _small(v: Any) -> Any:
-    """A list of ints in 0..255 as bytes; anything else as it is."""
-    if type(v) is list and v and type(v[0]) is int:
-        try:
-            return bytes(v)
-        except (ValueError, TypeError):
-            return v
-    return v
+# The state's zones, where ``_packed`` writes lists of ints in 0..255 as bytes: one list per
+# field, or one per seat (and per board space: ``under``). Which fields they are is fixed, so
+# the packing needs no look at every field's type (the look cost three times the rest of
+# serialize, which runs on every submit); tests/rules check that no other field is a list of
+# ints and that the bytes are what the look gave.
+_ZONES = tuple(
+    primitive_index(f)
+    for f in (
+        *("bag", "center", "center_deck", "crew", "kraken_coins", "out", "piles", "ship"),
+        *("tokens", "used", "void"),
+    )
+)
+_SEAT_ZONES = tuple(
+    primitive_index(f)
+    for f in (
+        *("coins", "constructs", "decks", "discards", "hands", "ongoing", "played"),
+        *("treasures", "under"),
+    )
+)
 
 
-def _packed(v: Any) -> Any:
-    if type(v) is list and v and type(v[0]) is list:
-        return [_small(z) for z in v]
-    return _small(v)
+def _small(zone: list[int]) -> bytes | list[int]:
+    try:
+        return bytes(zone)
+    except (ValueError, TypeError):  # an int outside 0..255: the zone stays a list
+        return zone
+
+
+def _packed(p: list[Any]) -> list[Any]:
+    """The primitive form ``p`` (changed in place) with each non-empty zone of ints in 0..255
+    as bytes; a zone holding a larger int (ability ids in ``used``, Honor tokens) stays a list."""
+    for i in _ZONES:
+        if p[i]:
+            p[i] = _small(p[i])
+    for i in _SEAT_ZONES:  # (a new list: the state's own list of zones stays as it is)
+        p[i] = [_small(z) if z else z for z in p[i]]
+    return p
 
 
 def _unpacked(v: Any) -> Any:
@@ -97,9 +120,7 @@ def _unpacked(v: Any) -> Any:
 
 
 def serialize(s: State) -> bytes:
-    prim = to_primitive(s)
-    blob = marshal.dumps([*prim[:2], *(_packed(v) for v in prim[2:])], MARSHAL_VERSION)
-    return bytes([FORMAT_VERSION]) + blob
+    return bytes([FORMAT_VERSION]) + marshal.dumps(_packed(to_primitive(s)), MARSHAL_VERSION)
 
 
 def deserialize(data: bytes, tables: Tables | None = None) -> State:

@@ -154,8 +154,7 @@ def test_states_written_with_marshal_back_references_are_still_read() -> None:
 
     s = midgame()
     s.hands[0], s.decks[1] = [5, 5], [5, 5]
-    prim = to_primitive(s)
-    packed = [*prim[:2], *(_packed(v) for v in prim[2:])]
+    packed = _packed(to_primitive(s))
     hands, decks = packed[primitive_index("hands")], packed[primitive_index("decks")]
     hands[0] = decks[1]  # one object in two places: written once, then referred to
     old = bytes([3]) + marshal.dumps(packed, 4)

@@ -90,3 +90,18 @@ def test_garbage_is_refused() -> None:
     for data in bad:
         with pytest.raises(rules.SerializationError):
             rules.View.deserialize(data)
+
+
+def test_view_bytes_follow_the_center_deck_they_were_given() -> None:
+    """view_bytes keeps sorted center decks by content: a deck of the same length with other
+    cards, or the same cards in another order, gives its own view, and the state's deck is
+    left as it was."""
+    s = _positions()[2]
+    first = view_bytes(s, 0)
+    deck = s.center_deck[:]
+    other = s.clone()
+    other.center_deck[0] = next(c for c in set(deck) if c != deck[0])  # another card, same length
+    assert view_bytes(other, 0) == rules.view(other, 0).serialize() != first
+    other.center_deck = deck[::-1]  # the same cards: the same (sorted) view
+    assert view_bytes(other, 0) == first
+    assert s.center_deck == deck
