@@ -15,7 +15,8 @@ Keys of game ``G`` in bucket ``B`` (two digits)::
     asc:{B}:w:G     list: the window of recent updates, oldest first (``pack_window_entry``)
     asc:{B}:l:G     string: the replay log, 4 bytes per version after the first (a finished
                     game's is zlib-compressed: ``pack_log``)
-    asc:{B}:i:G     hash: idempotency key -> "<version>|<fingerprint>" (keys in the window)
+    asc:{B}:i:G     hash: idempotency key -> "<version>|<fingerprint>" (keys in the window),
+                    and "\xff<version>" -> that version's key (which key leaves with it)
     asc:{B}:r:G:K   string: a reply left for the replica waiting for K (an analysis), short TTL
 
 and the bucket's indexes and news::

@@ -192,6 +192,37 @@ def test_the_window_of_updates_and_idempotency_keys(make_store: Callable[..., St
     _run(make_store(), body)
 
 
+def test_idempotency_keys_leave_the_hash_with_their_versions(redis_url: str) -> None:
+    """The idempotency hash holds the keys of the window's versions and nothing more, however
+    long the game, with keyed and unkeyed versions mixed (the key of the version that leaves
+    the window is found by its version, not by walking the hash); keys unknown to the hash (a
+    client may send any text, "\\xff5" too) are answered as such."""
+
+    async def body(store: Store) -> None:
+        r: Any = redis.Redis.from_url(redis_url)
+        gid = _game_id()
+        parent = await _create(store, gid)
+        for v in range(1, 41):  # versions 2..41, a key on two of every three
+            c = _commit(gid, v, parent, key="" if v % 3 == 0 else f"k{v}")
+            assert (await store.commit(c)).status is CommitStatus.OK
+            parent = c.commit_id
+        in_window = [v for v in range(38, 42) if (v - 1) % 3]  # keys of versions 38..41
+        held = r.hgetall(keys.game_keys(gid)[3])
+        assert sorted(k for k in held if not k.startswith(b"\xff")) == sorted(
+            f"k{v - 1}".encode() for v in in_window
+        )
+        assert sorted(k for k in held if k.startswith(b"\xff")) == sorted(
+            b"\xff%d" % v for v in in_window
+        )
+        assert await store.idempotent(gid, "k36") is None  # version 37: left
+        rec = await store.idempotent(gid, "k40")
+        assert rec is not None and rec.version == 41
+        assert await store.idempotent(gid, "\xff41") is None
+        r.close()
+
+    _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
+
+
 def test_damaged_window_entries_are_left_out_not_raised(redis_url: str) -> None:
     """An entry of a game's window that does not unpack (damaged bytes) is read as a gap: the
     updates after it are read, those before it are not (the watch hub rebuilds them from the
