@@ -45,12 +45,13 @@ def _set_coin(m: pb.Coin, code: int) -> None:
     m.face_down = bool(code & COIN_DOWN)
 
 
-def add_legal_actions(out: Any, s: State, seat: int) -> None:
-    """Append ``seat``'s legal actions to the repeated LegalAction field ``out``."""
+def add_legal_actions(out: Any, s: State, seat: int, legal: Sequence[int] | None = None) -> None:
+    """Append ``seat``'s legal actions to the repeated LegalAction field ``out`` (``legal``:
+    ``rules.legal_actions(s)`` when the caller has them)."""
     if s.over or seat < 0 or s.to_move() != seat:
         return
     names, describe, add = A.KIND_NAMES, rules.describe_action, out.add
-    for a in rules.legal_actions(s):
+    for a in rules.legal_actions(s) if legal is None else legal:
         m = add()
         m.id = a
         m.kind = names[a >> 16]
@@ -172,15 +173,22 @@ def scores(s: State) -> list[pb.Score]:
 
 
 def fill_game_view(
-    v: pb.GameView, game_id: str, version: int, s: State, meta: GameMeta, seat: int
+    v: pb.GameView,
+    game_id: str,
+    version: int,
+    s: State,
+    meta: GameMeta,
+    seat: int,
+    legal: Sequence[int] | None = None,
 ) -> None:
-    """Fill the empty view ``v`` (e.g. a response's field: no copy) with what ``seat`` sees."""
+    """Fill the empty view ``v`` (e.g. a response's field: no copy) with what ``seat`` sees
+    (``legal``: as for ``add_legal_actions``)."""
     v.game_id = game_id
     v.version = version
     v.seat = seat
     v.to_move = s.to_move()
     v.over = s.over
-    add_legal_actions(v.legal_actions, s, seat)
+    add_legal_actions(v.legal_actions, s, seat, legal)
     _fill_board(v.board, s, seat)
     _add_seat_info(v.seat_info, meta)
     v.sets = meta.sets
@@ -198,14 +206,21 @@ def game_view(game_id: str, version: int, s: State, meta: GameMeta, seat: int) -
     return v
 
 
-def fill_light_view(v: pb.GameView, game_id: str, version: int, s: State, seat: int) -> None:
+def fill_light_view(
+    v: pb.GameView,
+    game_id: str,
+    version: int,
+    s: State,
+    seat: int,
+    legal: Sequence[int] | None = None,
+) -> None:
     """The view without board, seat info or rules view: what a client needs to act next."""
     v.game_id = game_id
     v.version = version
     v.seat = seat
     v.to_move = s.to_move()
     v.over = s.over
-    add_legal_actions(v.legal_actions, s, seat)
+    add_legal_actions(v.legal_actions, s, seat, legal)
     v.players = s.n
     v.winner = rules.winner(s) if s.over else -1
     if s.over:

@@ -221,7 +221,8 @@ class Games:
         resp = epb.ListLegalActionsResponse(
             game_id=game_id, version=rec.version, seat=seat, to_move=s.to_move()
         )
-        convert.add_legal_actions(resp.actions, s, seat)
+        legal = self.states.legal_actions(game_id, rec.commit_id, s)
+        convert.add_legal_actions(resp.actions, s, seat, legal)
         return resp
 
     async def position(self, game_id: str, token: str) -> tuple[int, rules.State, int]:
@@ -299,7 +300,9 @@ class Games:
             if stale:
                 raise self._aborted(rec.version, req.expected_version)
             raise self._diverged(rec, req.expected_commit_id)
-        s = self._playable(self._state(rec), seat, req.action)
+        state = self._state(rec)
+        legal = self.states.legal_actions(rec.game_id, rec.commit_id, state)
+        s = self._playable(state, seat, req.action, legal)
         return await self._apply(req, rec, meta, seat, s)
 
     @staticmethod
@@ -307,12 +310,13 @@ class Games:
         return f"{seat}:{req.expected_version}:{req.action}".encode()
 
     @staticmethod
-    def _playable(state: rules.State, seat: int, action: int) -> rules.State:
+    def _playable(state: rules.State, seat: int, action: int, legal: list[int]) -> rules.State:
         """A copy of ``state`` (which stays as it was: it may be shared with the cache) on which
-        ``seat`` may play ``action``; else the error to answer with."""
+        ``seat`` may play ``action`` (``legal``: the state's legal actions); else the error to
+        answer with."""
         s = state.clone()
         require_turn(s, seat)
-        if action not in rules.legal_actions(s):
+        if action not in legal:
             try:
                 rules.apply(s, action)  # raises with the rules' reason, changing nothing
             except rules.MalformedActionError as e:
@@ -374,15 +378,16 @@ class Games:
             self.metrics.cas_conflicts.inc()
             raise self._aborted(res.version, req.expected_version)
         self.states.put(game_id, commit_id, s)
+        legal = self.states.legal_actions(game_id, commit_id, s)  # (kept: the next submit's)
         self.metrics.action_applied(A.KIND_NAMES[action >> 16])
         if s.over:
             self.metrics.games_finished.inc()
             log.info("game %s over at version %d: scores %s", game_id, version, rules.scores(s))
         await self._dispatch(payload)
         if req.view_detail == epb.VIEW_DETAIL_LEGAL_ACTIONS:
-            convert.fill_light_view(resp.view, game_id, version, s, seat)
+            convert.fill_light_view(resp.view, game_id, version, s, seat, legal)
         else:
-            convert.fill_game_view(resp.view, game_id, version, s, meta, seat)
+            convert.fill_game_view(resp.view, game_id, version, s, meta, seat, legal)
         resp.view.commit_id = commit_id
         return resp
 

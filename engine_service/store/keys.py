@@ -49,18 +49,26 @@ def bucket_of(game_id: str) -> int:
     return zlib.crc32(game_id.encode()) % BUCKETS
 
 
+_TAGS = tuple(f"asc:{{{b:02d}}}" for b in range(BUCKETS))
+
+
 def tag(bucket: int) -> str:
-    return f"asc:{{{bucket:02d}}}"
+    return _TAGS[bucket]
 
 
+@functools.lru_cache(maxsize=1 << 14)  # (every submit names them)
 def game_keys(game_id: str) -> tuple[str, str, str, str]:
     """record, window, log, idempotency keys."""
     t = tag(bucket_of(game_id))
     return f"{t}:g:{game_id}", f"{t}:w:{game_id}", f"{t}:l:{game_id}", f"{t}:i:{game_id}"
 
 
+_NEWS_KEYS = tuple(f"{t}:news" for t in _TAGS)
+_INDEX_KEYS = tuple((f"{t}:games", f"{t}:active", f"{t}:ai") for t in _TAGS)
+
+
 def news_key(bucket: int) -> str:
-    return f"{tag(bucket)}:news"
+    return _NEWS_KEYS[bucket]
 
 
 _OVER, _RAW_IDS, _ATTEMPT = 1, 2, 4
@@ -127,8 +135,7 @@ def reply_key(game_id: str, key: str) -> str:
 
 def index_keys(bucket: int) -> tuple[str, str, str]:
     """games, active, ai."""
-    t = tag(bucket)
-    return f"{t}:games", f"{t}:active", f"{t}:ai"
+    return _INDEX_KEYS[bucket]
 
 
 def pack_log_entry(seat: int, action: int) -> bytes:

@@ -677,3 +677,25 @@ def test_a_reader_with_a_position_reads_only_the_windows_that_changed() -> None:
             assert [u.version for u in news[stranger]] == [3], "waited on its bucket's news"
 
         _run(RedisStore(url, SETTINGS, timeout=2.0), body)
+
+
+def test_attempt_ids_differ_in_a_forked_child() -> None:
+    """Attempt ids come from a generator in the process (not a system call per submit); a
+    forked child seeds it again, or parent and child would make the same ids, and a commit of
+    one would be taken for a retry of the other's."""
+    import os
+
+    from engine_service.store import new_commit_id
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids, then out
+        os.write(w, "".join(new_commit_id() for _ in range(4)).encode())
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    child = os.read(r, 64).decode()
+    os.close(r)
+    mine = "".join(new_commit_id() for _ in range(4))
+    assert len(child) == len(mine) == 64 and child != mine
+    assert len({child[i : i + 16] for i in range(0, 64, 16)} | {mine[i : i + 16] for i in range(0, 64, 16)}) == 8
