@@ -1,5 +1,5 @@
-"""Damaged bytes in the store: a game whose record fields, window entries, replay log or
-idempotency records were overwritten with garbage (seeded) gets statuses that say what is
+"""Damaged bytes in the store: a game whose record fields, window entries (or only the update
+one holds), replay log or idempotency records were overwritten with garbage (seeded) gets statuses that say what is
 wrong (UNREADABLE_GAME, OUT_OF_RANGE, ...), never INTERNAL, UNKNOWN or "store unavailable";
 the listing and the other games go on as ever.
 
@@ -47,11 +47,16 @@ def garbage(rng: random.Random) -> bytes:
 def damage(r: Any, game_id: str, rng: random.Random) -> str:
     """Overwrite one stored part of the game; what was damaged."""
     record, window, log, idem = keys.game_keys(game_id)
-    what = rng.choice(["field", "field", "window", "log", "idem"])
+    what = rng.choice(["field", "field", "window", "update", "log", "idem"])
     if what == "window" and r.llen(window):
         i = rng.randrange(r.llen(window))
         r.lset(window, i, garbage(rng))
         return f"window entry {i}"
+    if what == "update" and r.llen(window):  # the entry whole, its update's bytes not
+        i = rng.randrange(r.llen(window))
+        version, over, cid, parent, attempt, _ = keys.unpack_window_entry_attempt(r.lindex(window, i))
+        r.lset(window, i, keys.pack_window_entry(version, over, cid, parent, b"\xff" + garbage(rng), attempt))
+        return f"update of window entry {i}"
     if what == "log":
         r.set(log, garbage(rng))
         return "log"

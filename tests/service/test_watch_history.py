@@ -257,3 +257,51 @@ def test_a_history_the_store_lost_is_data_loss_however_far_behind_the_window() -
         ]
 
     asyncio.run(run())
+
+
+def _damage(store: MemoryStore, game_id: str, index: int) -> int:
+    """Overwrite the bytes of one update in the game's window (its entry stays whole); its
+    version."""
+    import dataclasses
+
+    updates = store._games[game_id].updates
+    u, key = updates[index]
+    updates[index] = (dataclasses.replace(u, update=b"\xff\xff\xff"), key)
+    return u.version
+
+
+def test_damaged_updates_reach_watchers_rebuilt_not_as_bytes_they_cannot_read() -> None:
+    """An update whose stored bytes do not parse is read as a gap: a following stream and a
+    late one get that version rebuilt from the log, never the bytes (a client's stream failed
+    on them, and again on every reconnect)."""
+
+    async def run() -> None:
+        games, store = setup()
+        game = await create(games, players=2, seed=13)
+        rng = random.Random(13)
+        live = watch(games, game.game_id)
+        got = [pb.GameUpdate.FromString(await anext(live))]
+        sent: list[pb.GameUpdate] = []
+        damaged = []
+        for _ in range(40):
+            moved = await play(games, game, 1, rng)
+            if not moved:
+                break
+            sent += moved
+            if moved[0].version % 4 == 0:  # before the feed's reader has read it
+                damaged.append(_damage(store, game.game_id, -1))
+            got.append(pb.GameUpdate.FromString(await anext(live)))
+        assert damaged and games.metrics.watch_rebuilt._value.get() >= len(damaged)
+        assert [u.version for u in got] == list(range(1, len(sent) + 2))
+        assert [untimed(u) for u in got[1:]] == [untimed(u) for u in sent]
+        # A late stream, from the first version the window holds, one in its middle damaged
+        # and its top too: every version, readable.
+        first = store._games[game.game_id].updates[0][0].version
+        _damage(store, game.game_id, 1)
+        _damage(store, game.game_id, -1)
+        stream = watch(games, game.game_id, first - 1)  # (the game goes on: no end)
+        late = [pb.GameUpdate.FromString(await anext(stream)) for _ in range(first, len(sent) + 2)]
+        assert [u.version for u in late] == list(range(first, len(sent) + 2))
+        assert [untimed(u) for u in late] == [untimed(u) for u in sent[first - 2 :]]
+
+    asyncio.run(run())
