@@ -48,12 +48,13 @@ damaged_log = LogLimiter(log)
 
 
 def _readable(game_id: str, ups: list[StoredUpdate]) -> list[StoredUpdate]:
-    """``ups`` (in version order) after the last one whose bytes do not parse as a GameUpdate
-    (damaged in the store): what follows a gap, as for a damaged window entry. Parsing one
-    costs about a microsecond, once per replica for each update it reads."""
+    """``ups`` (in version order) after the last one whose bytes do not parse as the GameUpdate
+    of its version (damaged in the store): what follows a gap, as for a damaged window entry.
+    Parsing one costs about a microsecond, once per replica for each update it reads."""
     for i in range(len(ups) - 1, -1, -1):
         try:
-            pb.GameUpdate.FromString(ups[i].update)
+            if pb.GameUpdate.FromString(ups[i].update).version != ups[i].version:
+                raise DecodeError("another version's")
         except DecodeError:
             damaged_log.warning(
                 "game %s: its update %d does not parse: rebuilt from the log for watchers",

@@ -260,13 +260,15 @@ def test_a_history_the_store_lost_is_data_loss_however_far_behind_the_window() -
 
 
 def _damage(store: MemoryStore, game_id: str, index: int) -> int:
-    """Overwrite the bytes of one update in the game's window (its entry stays whole); its
+    """Overwrite the bytes of one update in the game's window (its entry stays whole): with
+    bytes that do not parse, or (odd versions) that parse as another version's update; its
     version."""
     import dataclasses
 
     updates = store._games[game_id].updates
     u, key = updates[index]
-    updates[index] = (dataclasses.replace(u, update=b"\xff\xff\xff"), key)
+    bad = b"\xff\xff\xff" if u.version % 2 == 0 else pb.GameUpdate(version=1).SerializeToString()
+    updates[index] = (dataclasses.replace(u, update=bad), key)
     return u.version
 
 
@@ -288,7 +290,7 @@ def test_damaged_updates_reach_watchers_rebuilt_not_as_bytes_they_cannot_read() 
             if not moved:
                 break
             sent += moved
-            if moved[0].version % 4 == 0:  # before the feed's reader has read it
+            if moved[0].version % 3 == 0:  # before the feed's reader has read it
                 damaged.append(_damage(store, game.game_id, -1))
             got.append(pb.GameUpdate.FromString(await anext(live)))
         assert damaged and games.metrics.watch_rebuilt._value.get() >= len(damaged)
