@@ -15,9 +15,10 @@ each watched game still holds the version they last read: a store that went back
 snapshot restored, a failover to a lagging replica) ends that game's watchers with DATA_LOSS
 naming the versions lost, and is counted.
 
-Damaged updates: an update whose stored bytes do not parse (its window entry read whole) is
-read as a gap, as a damaged window entry is: streams get that version, and those before it,
-rebuilt from the log, instead of bytes their clients cannot read, again on every reconnect.
+Damaged updates: an update whose stored bytes do not parse as its version's (its window entry
+read whole) is read as a gap, as a damaged window entry is: streams get that version, and
+those before it, rebuilt from the log, instead of bytes their clients cannot read, again on
+every reconnect.
 
 Limits (RESOURCE_EXHAUSTED, naming the limit): streams per replica and per peer (address).
 """
@@ -57,7 +58,7 @@ def _readable(game_id: str, ups: list[StoredUpdate]) -> list[StoredUpdate]:
                 raise DecodeError("another version's")
         except DecodeError:
             damaged_log.warning(
-                "game %s: its update %d does not parse: rebuilt from the log for watchers",
+                "game %s: its update %d does not parse as itself: rebuilt from the log",
                 game_id,
                 ups[i].version,
             )

@@ -94,8 +94,8 @@ def test_garbage_is_refused() -> None:
 
 def test_view_bytes_follow_the_center_deck_they_were_given() -> None:
     """view_bytes keeps sorted center decks by content: a deck of the same length with other
-    cards, or the same cards in another order, gives its own view, and the state's deck is
-    left as it was."""
+    cards gives its own view, the same cards in another order the same view, and the state's
+    deck is left as it was."""
     s = _positions()[2]
     first = view_bytes(s, 0)
     deck = s.center_deck[:]
