@@ -1,0 +1,92 @@
+"""Root parallelism (``ismcts:workers=N``): one decision searched by N processes, their root
+visits summed. Real helper processes (a process pool), no stand-ins."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ai_workers.bots import BotSettings
+from ai_workers.bots.ismcts import ISMCTSBot, SearchOptions, search
+from ai_workers.bots.root_parallel import _share_settings, parallel_search, shutdown
+from engine_service import rules
+from tests.ai.positions import mid_game_states
+
+
+def test_shares_split_an_iteration_budget_and_merge_every_visit() -> None:
+    s = mid_game_states(1)[0]
+    view, legal = rules.view(s, s.to_move()), rules.legal_actions(s)
+    settings = BotSettings(name="ismcts", iterations=120, seed=5)
+    r = parallel_search(view, legal, settings, SearchOptions(workers=3))
+    assert r.action in legal
+    assert r.iterations == 120  # 40 in each of the three processes
+    assert sum(r.visits.values()) == 120  # every iteration went through one root action
+    assert set(r.visits) <= set(legal)
+    assert all(0.0 <= v <= 1.0 for v in r.values.values())
+    # the local share is the plain search with its own seed: the helpers' visits come on top
+    local = search(view, legal, _share_settings(settings, 0, 3), SearchOptions())
+    assert local.iterations == 40
+    assert all(r.visits[a] >= n for a, n in local.visits.items())
+    assert r.visits != local.visits
+
+
+def test_the_same_seed_gives_the_same_parallel_decision() -> None:
+    s = mid_game_states(2)[1]
+    view, legal = rules.view(s, s.to_move()), rules.legal_actions(s)
+    settings = BotSettings(name="ismcts", iterations=80, seed=9)
+    a = parallel_search(view, legal, settings, SearchOptions(workers=2))
+    b = parallel_search(view, legal, settings, SearchOptions(workers=2))
+    assert (a.action, a.visits) == (b.action, b.visits)
+
+
+def test_a_time_budget_gives_every_share_the_whole_time() -> None:
+    s = mid_game_states(1)[0]
+    view, legal = rules.view(s, s.to_move()), rules.legal_actions(s)
+    bot = ISMCTSBot(workers=2)
+    settings = BotSettings(name="ismcts", time_ms=150, seed=1)
+    bot.choose(view, legal, settings)  # the first call starts the helper process
+    action = bot.choose(view, legal, settings)
+    assert action in legal and bot.last is not None
+    assert bot.last.seconds < 0.150 + 2.0  # the helpers stop on their own clock
+    assert sum(bot.last.visits.values()) == bot.last.iterations > 0
+
+
+def test_forced_and_single_actions_take_no_helper() -> None:
+    s = rules.new_game(rules.GameConfig(sets="ss", players=2, seed=3))
+    while s.decision is not None:
+        rules.apply(s, rules.legal_actions(s)[0])
+    legal = rules.legal_actions(s)  # playing cards: answered without a search
+    r = parallel_search(rules.view(s, s.to_move()), legal, BotSettings(name="ismcts", iterations=50),
+                        SearchOptions(workers=4))  # fmt: skip
+    assert r.iterations == 0 and r.action in legal
+
+
+def test_a_forked_bot_process_gets_pool_of_its_own() -> None:
+    """A pool is per process: a child forked after the parent made its pool (a worker pool's
+    process) starts its own instead of writing to the parent's."""
+    s = mid_game_states(1)[0]
+    view, legal = rules.view(s, s.to_move()), rules.legal_actions(s)
+    settings = BotSettings(name="ismcts", iterations=40, seed=2)
+    want = parallel_search(view, legal, settings, SearchOptions(workers=2)).visits
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: same search, its own helper
+        try:
+            os.close(read)
+            got = parallel_search(view, legal, settings, SearchOptions(workers=2)).visits
+            shutdown()  # its helper inherited the pipe: stopped, so the parent's read ends
+            os.write(write, repr(sorted(got.items())).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        child = f.read()
+    os.waitpid(pid, 0)
+    assert child == repr(sorted(want.items()))
+
+
+@pytest.mark.parametrize("bad", [{"workers": 0}, {"workers": 65}, {"workers": 2, "reuse": True}])
+def test_bad_worker_counts_are_refused(bad: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="workers"):
+        SearchOptions(**bad)  # type: ignore[arg-type]
