@@ -612,6 +612,47 @@ def test_a_silent_redis_times_out_as_a_store_error() -> None:
     asyncio.run(main())
 
 
+def test_each_round_trip_has_its_own_deadline() -> None:
+    """Round trips in flight together (one timer for all) each time out their timeout after
+    they began: not at the first one's deadline, nor later; a cancelled one stays cancelled."""
+
+    async def main() -> None:
+        accepted: list[asyncio.StreamWriter] = []
+
+        async def never_answer(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            accepted.append(w)
+
+        server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        store = RedisStore(f"redis://127.0.0.1:{port}/0", SETTINGS, timeout=0.4, retry_seconds=0)
+        loop = asyncio.get_running_loop()
+
+        async def timed_out_after(delay: float) -> float:
+            await asyncio.sleep(delay)
+            t0 = loop.time()
+            with pytest.raises(StoreError, match=r"within 0\.4s"):
+                await store.load(_game_id())
+            return loop.time() - t0
+
+        try:
+            cancelled = asyncio.ensure_future(store.load(_game_id()))
+            await asyncio.sleep(0.05)
+            cancelled.cancel()
+            calls = asyncio.gather(*(timed_out_after(d) for d in (0.0, 0.15, 0.3)))
+            took = await asyncio.wait_for(calls, 5)
+            assert all(0.38 <= t < 0.7 for t in took), took
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+            assert not store._hot._inflight and not store._hot._expired
+        finally:
+            await store.close()
+            for w in accepted:
+                w.close()
+            server.close()
+
+    asyncio.run(main())
+
+
 def test_a_reader_with_a_position_reads_only_the_windows_that_changed() -> None:
     """The watch hub's reader of one group keeps a position: after its first call, a commit
     of one game among many makes it read that game's window only (counted in Redis's own
