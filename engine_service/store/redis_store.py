@@ -88,11 +88,12 @@ return 1
 """
 
 # KEYS: record, window, log, idem, active, ai, news
-# ARGV: 1 id, 2 expected version, 3 expected cid, 4 new cid, 5 state, 6 window entry (the
-#       update, see keys.pack_window_entry), 7 log entry,
-#       8 idem key, 9 fingerprint, 10 over, 11 to_move, 12 updated ms, 13 ai payload,
-#       14 enqueued at, 15 window, 16 idle ttl, 17 finished ttl, 18 finished window ttl,
-#       19 news length, 20 attempt (this write's own random id)
+# ARGV: 1 id, 2 expected version, 3 expected cid, 4 new cid, 5 attempt (this write's own
+#       random id), 6 over, 7 to_move, 8 updated ms, 9 enqueued at, 10 state, 11 window entry
+#       (the update, see keys.pack_window_entry), 12 log entry, 13 idem key, 14 fingerprint,
+#       15 ai payload, 16 window, 17 idle ttl, 18 finished ttl, 19 finished window ttl,
+#       20 news length (in this order: the store packs the game's, the text, the bytes and
+#       its settings apart, see commit)
 _COMMIT = """
 local cur = redis.call('HMGET', KEYS[1], 'version', 'cid', 'at')
 if not cur[1] then return {'missing', 0, ''} end
@@ -100,54 +101,54 @@ if not cur[1] then return {'missing', 0, ''} end
 -- value is written back so that a WAIT after this script covers the first write (WAIT counts
 -- the replicas that have everything up to this connection's last write). The commit id alone
 -- does not tell: another request playing the same action makes the same id.
-if cur[2] == ARGV[4] and cur[3] == ARGV[20] then
+if cur[2] == ARGV[4] and cur[3] == ARGV[5] then
   redis.call('HSET', KEYS[1], 'cid', cur[2])
   return {'ok', cur[1], cur[2]}
 end
-if ARGV[8] ~= '' then
-  local prior = redis.call('HGET', KEYS[4], ARGV[8])
+if ARGV[13] ~= '' then
+  local prior = redis.call('HGET', KEYS[4], ARGV[13])
   if prior then
-    redis.call('HSET', KEYS[4], ARGV[8], prior)
+    redis.call('HSET', KEYS[4], ARGV[13], prior)
     return {'duplicate', cur[1], cur[2], prior}
   end
 end
 if cur[1] ~= ARGV[2] or cur[2] ~= ARGV[3] then return {'conflict', cur[1], cur[2]} end
 local nv = tonumber(cur[1]) + 1
-local w = tonumber(ARGV[15])
-redis.call('RPUSH', KEYS[2], ARGV[6])
+local w = tonumber(ARGV[16])
+redis.call('RPUSH', KEYS[2], ARGV[11])
 redis.call('LTRIM', KEYS[2], -w, -1)
-redis.call('HSET', KEYS[1], 'state', ARGV[5], 'version', nv, 'cid', ARGV[4], 'over', ARGV[10],
-           'to_move', ARGV[11], 'updated', ARGV[12], 'at', ARGV[20])
+redis.call('HSET', KEYS[1], 'state', ARGV[10], 'version', nv, 'cid', ARGV[4], 'over', ARGV[6],
+           'to_move', ARGV[7], 'updated', ARGV[8], 'at', ARGV[5])
 -- The log is rewritten whole rather than appended to: APPEND reserves as much room again as
 -- the string holds (Redis grows strings greedily), a third of a game's memory by its end.
-redis.call('SET', KEYS[3], (redis.call('GET', KEYS[3]) or '') .. ARGV[7])
-if ARGV[13] ~= '' then
-  redis.call('ZADD', KEYS[6], ARGV[14], ARGV[1])
-  redis.call('HSET', KEYS[1], 'ai', nv .. '|' .. ARGV[13])
+redis.call('SET', KEYS[3], (redis.call('GET', KEYS[3]) or '') .. ARGV[12])
+if ARGV[15] ~= '' then
+  redis.call('ZADD', KEYS[6], ARGV[9], ARGV[1])
+  redis.call('HSET', KEYS[1], 'ai', nv .. '|' .. ARGV[15])
 else
   redis.call('ZREM', KEYS[6], ARGV[1])
   redis.call('HDEL', KEYS[1], 'ai')
 end
-redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[19], '*', 'g', ARGV[1])
-local record = nv .. '|' .. ARGV[9]
-if ARGV[10] == '1' then
+redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[20], '*', 'g', ARGV[1])
+local record = nv .. '|' .. ARGV[14]
+if ARGV[6] == '1' then
   -- Over: the record, log and last key are kept for replay; the window a little while, for
   -- watchers that fell behind near the end.
   redis.call('ZREM', KEYS[5], ARGV[1])
   redis.call('DEL', KEYS[4])
-  if ARGV[8] ~= '' then redis.call('HSET', KEYS[4], ARGV[8], record) end
-  for _, i in ipairs({1, 3, 4}) do redis.call('EXPIRE', KEYS[i], ARGV[17]) end
-  redis.call('EXPIRE', KEYS[2], math.min(tonumber(ARGV[18]), tonumber(ARGV[17])))
+  if ARGV[13] ~= '' then redis.call('HSET', KEYS[4], ARGV[13], record) end
+  for _, i in ipairs({1, 3, 4}) do redis.call('EXPIRE', KEYS[i], ARGV[18]) end
+  redis.call('EXPIRE', KEYS[2], math.min(tonumber(ARGV[19]), tonumber(ARGV[18])))
 else
-  redis.call('ZADD', KEYS[5], ARGV[12], ARGV[1])
+  redis.call('ZADD', KEYS[5], ARGV[8], ARGV[1])
   -- Each key is also named by its version, under a field no key can be (a key is UTF-8, the
   -- byte 255 never is), so the key of the version that leaves the window is found at once
   -- (walking the hash for it was a quarter of this script's time).
-  if ARGV[8] ~= '' then redis.call('HSET', KEYS[4], ARGV[8], record, '\\255' .. nv, ARGV[8]) end
+  if ARGV[13] ~= '' then redis.call('HSET', KEYS[4], ARGV[13], record, '\\255' .. nv, ARGV[13]) end
   local gone = '\\255' .. (nv - w)
   local key = redis.call('HGET', KEYS[4], gone)
   if key then redis.call('HDEL', KEYS[4], key, gone) end
-  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[16]) end
+  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[17]) end
 end
 return {'ok', nv, ARGV[4]}
 """
@@ -300,16 +301,42 @@ def _by_bucket(cursors: Mapping[str, int], pos: dict[str, Any]) -> dict[int, Map
     return dict(split)
 
 
-def _pack(*args: bytes | str | int) -> bytes:
-    """One command in the Redis protocol, in one buffer (as redis-py encodes arguments: str as
-    UTF-8, int as its decimal digits)."""
-    parts = [b"*%d\r\n" % len(args)]
+def _bulks(args: tuple[bytes | str | int, ...]) -> bytes:
+    """Arguments in the Redis protocol, as redis-py encodes them (str as UTF-8, int as its
+    decimal digits), without the command's header."""
+    parts: list[bytes] = []
     add = parts.append
     for a in args:
         if type(a) is not bytes:
             a = str(a).encode()
         add(b"$%d\r\n%b\r\n" % (len(a), a))  # one piece per argument: fewer, larger copies
     return b"".join(parts)
+
+
+def _pack(*args: bytes | str | int) -> bytes:
+    """One command in the Redis protocol, in one buffer."""
+    return b"*%d\r\n" % len(args) + _bulks(args)
+
+
+_BULK_HEADS = tuple(b"$%d\r\n" % n for n in range(1024))  # (formatting one: ~1,100 instructions)
+
+
+def _head(n: int) -> bytes:
+    """A bulk string's header, for ``n`` bytes."""
+    return _BULK_HEADS[n] if n < 1024 else b"$%d\r\n" % n
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _commit_keys(game_id: str) -> bytes:
+    """The commit script's keys (see _COMMIT) and first argument, packed: the same for each
+    commit of a game."""
+    ks = keys.game_keys(game_id)
+    b = keys.bucket_of(game_id)
+    _, active, ai = keys.index_keys(b)
+    return _bulks((*ks, active, ai, keys.news_key(b), game_id))
+
+
+_COMMIT_KEYS, _COMMIT_ITEMS = 7, 27  # (keys and arguments)
 
 
 def _page(p: Any, bucket: int, top: str, n: int) -> None:
@@ -683,6 +710,13 @@ class RedisStore(Store):
         self._update_at = self.r.register_script(_UPDATE_AT)
         self._touch = self.r.register_script(_TOUCH)
         self._replace = self.r.register_script(_REPLACE)
+        st = self.settings
+        self._commit_settings = _bulks(
+            (st.window, st.idle_ttl, st.finished_ttl, st.finished_window_ttl, _NEWS_LENGTH)
+        )
+        self._commit_head = b"*%d\r\n" % (_COMMIT_ITEMS + 3) + _bulks(
+            ("EVALSHA", self._commit.sha, _COMMIT_KEYS)
+        )
         self._retry_seconds = retry_seconds
         self._max_block_ms = max(1, int((timeout or 10.0) * 500))  # within a round trip's time
         self._tidy_cursor = [""] * keys.BUCKETS
@@ -707,14 +741,26 @@ class RedisStore(Store):
         """EVALSHA on the hot path (plus ``extra`` commands after it on the same connection);
         EVAL (which also caches it) on a Redis that does not know the script: restarted,
         flushed, or a replica promoted by a failover."""
-        packed = _pack("EVALSHA", script.sha, len(keys_), *keys_, *args) + extra
+        body = _bulks((*keys_, *args))
+        return await self._packed_script(
+            script, keys_[0], len(keys_), len(keys_) + len(args), body, extra, replies
+        )
+
+    async def _packed_script(
+        self, script: Any, key: str, nkeys: int, items: int, body: bytes, extra: bytes,
+        replies: int, head: bytes = b"",
+    ) -> list[Any]:  # fmt: skip
+        """``_script`` with the keys and arguments (``items`` of them, ``nkeys`` keys, the
+        first ``key``) packed already (``body``); ``head``: the EVALSHA command's start, if
+        the caller has it packed too."""
+        head = head or b"*%d\r\n" % (items + 3) + _bulks(("EVALSHA", script.sha, nkeys))
         try:
-            return await self._guard(self._hot.call(keys_[0], packed, replies))
+            return await self._guard(self._hot.call(key, head + body + extra, replies))
         except StoreError as e:
             if not isinstance(e.__cause__, NoScriptError):  # (NOSCRIPT: nothing was run)
                 raise
-        packed = _pack("EVAL", script.script, len(keys_), *keys_, *args) + extra
-        return await self._guard(self._hot.call(keys_[0], packed, replies))
+        head = b"*%d\r\n" % (items + 3) + _bulks(("EVAL", script.script, nkeys))
+        return await self._guard(self._hot.call(key, head + body + extra, replies))
 
     def _wait(self) -> bytes:
         return _pack("WAIT", self._wait_replicas, self._wait_timeout_ms)
@@ -784,42 +830,37 @@ class RedisStore(Store):
         return _version(game_id, row[0]), _cid(game_id, row[1]), row[2] == b"1", state, meta
 
     async def commit(self, c: Commit) -> CommitResult:
-        ks = keys.game_keys(c.game_id)
-        b = keys.bucket_of(c.game_id)
-        _, active, ai = keys.index_keys(b)
-        args = (
-            c.game_id,
-            c.expected_version,
-            c.expected_commit_id,
-            c.commit_id,
-            c.state,
-            keys.pack_window_entry(
-                c.expected_version + 1,
-                c.over,
-                c.commit_id,
-                c.expected_commit_id,
-                c.update,
-                c.attempt,
-            ),
-            keys.pack_log_entry(c.seat, c.action),
-            c.idem_key,
-            c.fingerprint,
-            1 if c.over else 0,
-            c.to_move,
-            c.updated_ms,
-            c.ai_pending or b"",
-            repr(c.enqueued_at),
-            self.settings.window,
-            self.settings.idle_ttl,
-            self.settings.finished_ttl,
-            self.settings.finished_window_ttl,
-            _NEWS_LENGTH,
-            c.attempt,
+        ai = c.ai_pending or b""
+        enqueued = repr(c.enqueued_at) if ai else ""  # (read only with a payload)
+        ev, cid, parent, attempt = str(c.expected_version), c.commit_id, c.expected_commit_id, c.attempt
+        to_move, updated = str(c.to_move), str(c.updated_ms)
+        # Packed by hand, on every submit: _bulks cost as much as the rest of the commit.
+        text = (
+            f"${len(ev)}\r\n{ev}\r\n${len(parent)}\r\n{parent}\r\n${len(cid)}\r\n{cid}\r\n"
+            f"${len(attempt)}\r\n{attempt}\r\n$1\r\n{1 if c.over else 0}\r\n${len(to_move)}\r\n"
+            f"{to_move}\r\n${len(updated)}\r\n{updated}\r\n${len(enqueued)}\r\n{enqueued}\r\n"
+        )  # fmt: skip
+        if text.isascii():
+            packed_text = text.encode()
+        else:  # (some length above is not its UTF-8's)
+            packed_text = _bulks((ev, parent, cid, attempt, 1 if c.over else 0, to_move, updated,
+                                  enqueued))  # fmt: skip
+        entry = keys.pack_window_entry(
+            c.expected_version + 1, c.over, cid, parent, c.update, attempt
         )
+        log_entry, idem, fp = keys.pack_log_entry(c.seat, c.action), c.idem_key.encode(), c.fingerprint
+        crlf = b"\r\n"
+        body = b"".join((
+            _commit_keys(c.game_id), packed_text,
+            _head(len(c.state)), c.state, crlf, _head(len(entry)), entry, crlf,
+            _head(len(log_entry)), log_entry, crlf, _head(len(idem)), idem, crlf,
+            _head(len(fp)), fp, crlf, _head(len(ai)), ai, crlf, self._commit_settings,
+        ))  # fmt: skip
         wait = self._wait() if self._wait_replicas > 0 else b""
-        replies = await self._script(
-            self._commit, (*ks, active, ai, keys.news_key(b)), args, wait, 2 if wait else 1
-        )
+        replies = await self._packed_script(
+            self._commit, keys.game_keys(c.game_id)[0], _COMMIT_KEYS, _COMMIT_ITEMS, body, wait,
+            2 if wait else 1, self._commit_head,
+        )  # fmt: skip
         res = replies[0]
         status = CommitStatus(res[0].decode())
         version = _version(c.game_id, res[1])

@@ -106,6 +106,60 @@ def test_pack_encodes_like_redis_py() -> None:
     assert _pack(*args) == b"".join(Connection().pack_command(*args))
 
 
+def test_the_commit_is_packed_as_the_generic_packing_would() -> None:
+    """The commit's command is packed by hand (its game's keys once, its text in one piece):
+    the bytes are those of _pack on its arguments, whatever they hold (non-ASCII ids and keys,
+    states longer than the table of headers, a pending AI move)."""
+    from engine_service.store import redis_store as rs
+
+    store = RedisStore("redis://127.0.0.1:1/0", SETTINGS)
+    sent: list[bytes] = []
+
+    async def call(key: str, packed: bytes, replies: int = 1, **_: Any) -> list[Any]:
+        sent.append(packed)
+        return [[b"ok", b"2", b"c"]]
+
+    store._hot.call = call  # type: ignore[method-assign]
+    gid = _game_id()
+    for cid, parent, key, state, ai in (
+        ("0123456789abcdef", "fedcba9876543210", "k1", b"s" * 10, None),
+        ("ü-2", "é-1", "clé", b"s" * 5000, b'{"seat":1}'),
+        ("x", "", "", b"", None),
+    ):
+        c = dataclasses.replace(_commit(gid, 7, parent, key=key, cid=cid), state=state,
+                                ai_pending=ai, enqueued_at=12.5)  # fmt: skip
+        asyncio.run(store.commit(c))
+        ks = keys.game_keys(gid)
+        _, active, ai_index = keys.index_keys(keys.bucket_of(gid))
+        st = SETTINGS
+        args = (
+            gid, 7, parent, cid, c.attempt, 0, c.to_move, c.updated_ms, "12.5" if ai else "",
+            state, keys.pack_window_entry(8, False, cid, parent, c.update, c.attempt),
+            keys.pack_log_entry(c.seat, c.action), key, c.fingerprint, ai or b"", st.window,
+            st.idle_ttl, st.finished_ttl, st.finished_window_ttl, rs._NEWS_LENGTH,
+        )  # fmt: skip
+        expected = _pack("EVALSHA", store._commit.sha, 7, *ks, active, ai_index, keys.news_key(keys.bucket_of(gid)), *args)  # fmt: skip
+        assert sent.pop() == expected
+
+
+def test_non_ascii_commit_ids_and_keys(redis_url: str) -> None:
+    """Ids that are not ASCII (as written by earlier versions) and keys that are not: the
+    commit's packing still frames them right (Redis would refuse the command otherwise)."""
+
+    async def body(store: RedisStore) -> None:
+        gid = _game_id()
+        await store.create(NewGame(gid, "é-1", b"s", b'{"m":1}', b"u1", 0, 1, None, time.time()))
+        res = await store.commit(_commit(gid, 1, "é-1", key="clé", cid="ü-2"))
+        assert (res.status, res.version, res.commit_id) == (CommitStatus.OK, 2, "ü-2")
+        dup = await store.commit(_commit(gid, 1, "é-1", key="clé", cid="ü-2"))
+        assert dup.status is CommitStatus.DUPLICATE and dup.prior is not None
+        assert dup.prior.version == 2
+        rec = await store.load(gid)
+        assert rec is not None and (rec.version, rec.commit_id) == (2, "ü-2")
+
+    _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
+
+
 def test_compare_and_set_on_version_and_commit_id(make_store: Callable[..., Store]) -> None:
     async def body(store: Store) -> None:
         gid = _game_id()
