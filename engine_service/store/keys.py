@@ -16,13 +16,15 @@ Keys of game ``G`` in bucket ``B`` (two digits)::
     asc:{B}:l:G     string: the replay log, 4 bytes per version after the first (a finished
                     game's is zlib-compressed: ``pack_log``)
     asc:{B}:i:G     hash: idempotency key -> "<version>|<fingerprint>" (keys in the window),
-                    and "\xff<version>" -> that version's key (which key leaves with it)
+                    "\xff<version>" -> that version's key (which key leaves with it), and
+                    "\xff" -> "" (the hash's expiry is set: see the commit script)
     asc:{B}:r:G:K   string: a reply left for the replica waiting for K (an analysis), short TTL
 
 and the bucket's indexes and news::
 
     asc:{B}:games   sorted set, all scores 0: game ids (lexicographic = creation order)
-    asc:{B}:active  sorted set: ids of unfinished games by last update (unix ms)
+    asc:{B}:active  sorted set: ids of unfinished games by last update (unix ms: of the move
+                    that last renewed the game's lease, plus its margin; see the commit script)
     asc:{B}:ai      sorted set: ids of games waiting for an AI move, by when the wait began
     asc:{B}:news    stream (trimmed to a few hundred entries): field g = the id of a game that
                     has a new version; what watchers of the bucket's games block on

@@ -28,7 +28,7 @@ from engine_service.store import (
     keys,
     new_commit_id,
 )
-from engine_service.store.redis_store import RedisStore, _pack
+from engine_service.store.redis_store import _LEASE_MARGIN, RedisStore, _pack
 from tests.service import support
 
 Body = Callable[[Any], Awaitable[None]]
@@ -136,7 +136,8 @@ def test_the_commit_is_packed_as_the_generic_packing_would() -> None:
             gid, 7, parent, cid, c.attempt, 0, c.to_move, c.updated_ms, "12.5" if ai else "",
             state, keys.pack_window_entry(8, False, cid, parent, c.update, c.attempt),
             keys.pack_log_entry(c.seat, c.action), key, c.fingerprint, ai or b"", st.window,
-            st.idle_ttl, st.finished_ttl, st.finished_window_ttl, rs._NEWS_LENGTH,
+            st.idle_ttl * 1000, st.idle_ttl * 1000 + st.idle_ttl * 1000 // rs._LEASE_MARGIN,
+            st.finished_ttl, st.finished_window_ttl, rs._NEWS_LENGTH,
         )  # fmt: skip
         expected = _pack("EVALSHA", store._commit.sha, 7, *ks, active, ai_index, keys.news_key(keys.bucket_of(gid)), *args)  # fmt: skip
         assert sent.pop() == expected
@@ -247,9 +248,10 @@ def test_the_window_of_updates_and_idempotency_keys(make_store: Callable[..., St
 
 
 def test_idempotency_keys_leave_the_hash_with_their_versions(redis_url: str) -> None:
-    """The idempotency hash holds the keys of the window's versions and nothing more, however
-    long the game, with keyed and unkeyed versions mixed (the key of the version that leaves
-    the window is found by its version, not by walking the hash). A key that is a version's
+    """The idempotency hash holds the keys of the window's versions and nothing more (but the
+    field that marks it as having an expiry), however long the game, with keyed and unkeyed
+    versions mixed (the key of the version that leaves the window is found by its version,
+    not by walking the hash). A key that is a version's
     field name in UTF-8 ("\\u00ad41": what byte 255 becomes when escaped in Python rather than
     in Lua, a bug this once had) is a key unknown to the hash."""
 
@@ -267,7 +269,7 @@ def test_idempotency_keys_leave_the_hash_with_their_versions(redis_url: str) -> 
             f"k{v - 1}".encode() for v in in_window
         )
         assert sorted(k for k in held if k.startswith(b"\xff")) == sorted(
-            b"\xff%d" % v for v in in_window
+            [b"\xff", *(b"\xff%d" % v for v in in_window)]  # (b"\xff": its expiry is set)
         )
         assert await store.idempotent(gid, "k36") is None  # version 37: left
         rec = await store.idempotent(gid, "k40")
@@ -416,12 +418,57 @@ def test_expiry_idle_then_finished(redis_url: str) -> None:
         cid = await _play(store, gid, cid, 1, 2)
         r = redis.Redis.from_url(redis_url)
         g, u, lg, i = keys.game_keys(gid)
+        lease = 3600_000 + 3600_000 // _LEASE_MARGIN
         for k in (g, u, lg, i):
-            assert 3500 < r.ttl(k) <= 3600, k  # idle expiry, renewed by every move
+            assert 3600_000 - 5000 < r.pttl(k) <= lease, k  # idle expiry: see the next test
         assert (await store.commit(_commit(gid, 3, cid, key="x", over=True))).status is CommitStatus.OK
         for k in (g, lg, i):
             assert 500 < r.ttl(k) <= 600, k  # finished expiry
         assert 200 < r.ttl(u) <= 300  # the window goes sooner (finished_window_ttl)
+
+    _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
+
+
+def test_an_unfinished_games_keys_live_a_lease_past_its_last_move(redis_url: str) -> None:
+    """Its idle time, and at most 1/_LEASE_MARGIN of it longer: a move renews the expiry of
+    all its keys once less than the idle time is left (not at every move), and keys that a
+    move creates (the log at the first, the idempotency hash at the first keyed one, however
+    late) get it at once. The active index dates the game no earlier than its lease's end
+    less the idle time, so that tidying drops it no sooner than its keys expire."""
+
+    async def body(store: RedisStore) -> None:
+        r: Any = redis.Redis.from_url(redis_url)
+        idle, lease = 3600_000, 3600_000 + 3600_000 // _LEASE_MARGIN
+        gid = _game_id()
+        ks = keys.game_keys(gid)
+        active = keys.index_keys(keys.bucket_of(gid))[1]
+        cid = await _create(store, gid)
+        cid = await _play(store, gid, cid, 1, 3, key=False)  # the log made: a lease
+        assert r.pttl(ks[3]) == -2  # (no idempotency hash yet)
+        for k in ks[:3]:
+            assert lease - 5000 < r.pttl(k) <= lease, k
+        for k in ks[:3]:
+            r.pexpire(k, idle + 60_000)  # more than the idle time left: not renewed
+        t0 = int(time.time() * 1000)
+        cid = await _play(store, gid, cid, 4, 1)  # the first keyed move makes the hash
+        assert idle < r.pttl(ks[0]) <= idle + 60_000
+        assert lease - 5000 < r.pttl(ks[3]) <= lease  # the new hash: a lease for all
+        for k in ks[:3]:
+            assert lease - 5000 < r.pttl(k) <= lease, k
+        assert r.zscore(active, gid) >= t0 + lease - idle
+        for k in ks:
+            r.pexpire(k, idle + 60_000)
+        cid = await _play(store, gid, cid, 5, 2)  # within the lease: nothing renewed
+        for k in ks:
+            assert idle < r.pttl(k) <= idle + 60_000, k
+        for k in ks:
+            r.pexpire(k, idle - 1000)  # less than the idle time left: renewed
+        t1 = int(time.time() * 1000)
+        cid = await _play(store, gid, cid, 7, 1)
+        for k in ks:
+            assert lease - 5000 < r.pttl(k) <= lease, k
+        assert r.zscore(active, gid) >= t1 + lease - idle
+        r.close()
 
     _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
 
@@ -501,6 +548,29 @@ def test_tidy_drops_index_entries_of_expired_games(redis_url: str) -> None:
             assert r.zscore(keys.index_keys(keys.bucket_of(gid))[0], gid) is not None
         stalled = await store.stalled_ai(time.time() + 1, 100)
         assert {p.game_id for p in stalled} >= set(gids[1:]) and gone not in {p.game_id for p in stalled}
+
+    _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
+
+
+def test_a_pending_ai_move_and_its_index_entry_go_together(redis_url: str) -> None:
+    """A move that leaves no AI move pending drops the pending one and its index entry (the
+    entry is dropped only when there was one: a human's moves touch no index)."""
+
+    async def body(store: RedisStore) -> None:
+        r: Any = redis.Redis.from_url(redis_url)
+        gid = _game_id()
+        g, ai = keys.game_keys(gid)[0], keys.index_keys(keys.bucket_of(gid))[2]
+        cid = await _create(store, gid, ai=b'{"a":1}')
+        assert r.hget(g, "ai") == b'1|{"a":1}' and r.zscore(ai, gid) is not None
+        c = dataclasses.replace(_commit(gid, 1, cid), ai_pending=b'{"a":2}', enqueued_at=7.0)
+        assert (await store.commit(c)).status is CommitStatus.OK
+        assert r.hget(g, "ai") == b'2|{"a":2}' and r.zscore(ai, gid) == 7.0
+        cid = await _play(store, gid, c.commit_id, 2, 1)  # a human's turn now
+        assert r.hget(g, "ai") is None and r.zscore(ai, gid) is None
+        r.zadd(ai, {gid: 1})  # (an entry without its move: not the commit's to drop)
+        await _play(store, gid, cid, 3, 1)
+        assert r.zscore(ai, gid) == 1.0
+        r.close()
 
     _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
 
