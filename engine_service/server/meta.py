@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from engine_service.server.bots import BotConfig
 
@@ -34,6 +35,8 @@ class GameMeta:
     token_digests: tuple[str, ...]
     admin_digest: str
     created_ms: int
+    # What answers derive from it, made once (convert: the seat info's wire bytes)
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def is_ai(self, seat: int) -> bool:
         return 0 <= seat < len(self.seats) and self.seats[seat].kind == AI
