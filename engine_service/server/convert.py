@@ -58,25 +58,111 @@ def add_legal_actions(out: Any, s: State, seat: int, legal: Sequence[int] | None
         m.description = describe(s, a)
 
 
+# The center row's six messages as wire bytes (a Board's repeated field center), by content:
+# adding them was a third of a board's cost (3,700 instructions a message added) and the row
+# changes a few times a turn, while every answer carries a board. Parsed into each board.
+_center_wires: dict[tuple[Any, ...], bytes] = {}
+_CENTER_WIRES_KEPT = 4096
+
+
+def _center_wire(center: list[int], under: list[list[int]]) -> bytes:
+    key = (*center, *map(tuple, under[:CENTER_SPACES]))
+    wire = _center_wires.get(key)
+    if wire is None:
+        one = pb.Board()
+        add_space = one.center.add
+        for sp in range(CENTER_SPACES):
+            space = add_space()  # fields set one by one: half the cost of keyword arguments
+            space.space = sp
+            space.card = center[sp]
+            if under[sp]:
+                space.treasures_under.extend(under[sp])
+        if len(_center_wires) >= _CENTER_WIRES_KEPT:
+            _center_wires.clear()  # (one step: safe beside threads that read)
+        wire = _center_wires[key] = one.SerializeToString()
+    return wire
+
+
+def _coin_wires(message: Any, field: str) -> dict[int, bytes]:
+    """Each coin's message as wire bytes of ``message``'s coin field ``field`` (36 coins, face
+    up or down: parsed in rather than built, 6,000 instructions a coin)."""
+    out = {}
+    for c in range(len(COLORS) * 6):
+        for code in (c, c | COIN_DOWN):
+            one = message()
+            coin = getattr(one, field)
+            _set_coin(coin.add() if hasattr(coin, "add") else coin, code)
+            out[code] = one.SerializeToString()
+    return out
+
+
+_SEAT_COINS = _coin_wires(pb.SeatState, "coins")
+_BOARD_COIN = _coin_wires(pb.Board, "board_coin")
+
+# The board's Kraken and decision as wire bytes too, by content (they change a few times a
+# game): parsed into each board.
+_kraken_wires: dict[tuple[Any, ...], bytes] = {}
+_decision_wires: dict[tuple[Any, ...], bytes] = {}
+
+
+def _kraken_wire(s: State) -> bytes:
+    key = (s.kraken, *s.under[DEEP], -1, *s.kraken_coins)
+    wire = _kraken_wires.get(key)
+    if wire is None:
+        one = pb.Board()
+        k = one.kraken
+        k.in_game = s.kraken != KRAKEN_ABSENT
+        k.in_deep = s.kraken == KRAKEN_IN_DEEP
+        k.owner_seat = s.kraken if s.kraken >= 0 else -1
+        k.treasures_under.extend(s.under[DEEP])
+        for c in s.kraken_coins:
+            _set_coin(k.coins.add(), c)
+        if len(_kraken_wires) >= _CENTER_WIRES_KEPT:
+            _kraken_wires.clear()
+        wire = _kraken_wires[key] = one.SerializeToString()
+    return wire
+
+
+def _decision_wire(d: tuple[Any, ...]) -> bytes:
+    key = d[:3]
+    wire = _decision_wires.get(key)
+    if wire is None:
+        one = pb.Board()
+        one.decision.MergeFrom(
+            pb.Decision(kind=A.DECISION_NAMES.get(d[0], str(d[0])), seat=d[1], source_card=d[2])
+        )
+        if len(_decision_wires) >= _CENTER_WIRES_KEPT:
+            _decision_wires.clear()
+        wire = _decision_wires[key] = one.SerializeToString()
+    return wire
+
+
 def _fill_board(b: pb.Board, s: State, viewer: int) -> None:
-    b.turn = s.turn
-    b.active_seat = s.active
-    b.first_seat = s.first
-    b.runes = s.runes
-    b.power = s.power
     # Fields set one by one, repeated ones only when not empty: a third of the cost of
-    # keyword arguments (a view is built for every answer).
+    # keyword arguments (a view is built for every answer); scalars only when not 0 (700
+    # instructions a field set: 0 is what an unset field reads).
+    b.turn = s.turn
+    if s.active:
+        b.active_seat = s.active
+    if s.first:
+        b.first_seat = s.first
+    if s.runes:
+        b.runes = s.runes
+    if s.power:
+        b.power = s.power
     add_seat, coins = b.seats.add, s.coins
     for q in range(s.n):
         m = add_seat()
         m.seat = q
-        hand, discard = s.hands[q], s.discards[q]
-        if q == viewer and hand:
-            m.hand.extend(hand)
-        m.hand_count = len(hand)
-        m.deck_count = len(s.decks[q])
-        m.discard_count = len(discard)
+        hand, discard, deck = s.hands[q], s.discards[q], s.decks[q]
+        if hand:
+            if q == viewer:
+                m.hand.extend(hand)
+            m.hand_count = len(hand)
+        if deck:
+            m.deck_count = len(deck)
         if discard:
+            m.discard_count = len(discard)
             m.discard.extend(discard)
         if s.constructs[q]:
             m.constructs.extend(s.constructs[q])
@@ -86,45 +172,38 @@ def _fill_board(b: pb.Board, s: State, viewer: int) -> None:
             m.treasures.extend(s.treasures[q])
         if s.played[q]:
             m.played.extend(s.played[q])
-        m.crew = s.crew[q]
-        m.honor_tokens = s.tokens[q]
-        m.ship_space = s.ship[q]
+        if s.crew[q]:
+            m.crew = s.crew[q]
+        if s.tokens[q]:
+            m.honor_tokens = s.tokens[q]
+        if s.ship[q]:
+            m.ship_space = s.ship[q]
         if coins[q]:
-            add_coin = m.coins.add
-            for c in coins[q]:
-                _set_coin(add_coin(), c)
-    add_space, center, under = b.center.add, s.center, s.under
-    for sp in range(CENTER_SPACES):
-        space = add_space()  # fields set one by one: half the cost of keyword arguments
-        space.space = sp
-        space.card = center[sp]
-        if under[sp]:
-            space.treasures_under.extend(under[sp])
-    k = b.kraken
-    k.in_game = s.kraken != KRAKEN_ABSENT
-    k.in_deep = s.kraken == KRAKEN_IN_DEEP
-    k.owner_seat = s.kraken if s.kraken >= 0 else -1
-    k.treasures_under.extend(s.under[DEEP])
-    for c in s.kraken_coins:
-        _set_coin(k.coins.add(), c)
+            m.MergeFromString(b"".join([_SEAT_COINS[c] for c in coins[q]]))
+    b.MergeFromString(_center_wire(s.center, s.under) + _kraken_wire(s))
     b.ghost_pirate_space = s.ghost
     if s.board_coin >= 0:
-        _set_coin(b.board_coin, s.board_coin)
+        b.MergeFromString(_BOARD_COIN[s.board_coin])
         b.board_coin_space = (s.board_coin & (COIN_DOWN - 1)) // 6
     else:
         b.board_coin_space = -1
-    b.honor_pool = s.pool
-    b.final_round = s.ending
-    b.the_void.extend(s.void)
-    b.mystic_pile = s.piles[PILE_MYSTIC]
-    b.heavy_infantry_pile = s.piles[PILE_HEAVY]
-    b.center_deck_count = len(s.center_deck)
-    b.treasure_bag_count = len(s.bag)
+    if s.pool:
+        b.honor_pool = s.pool
+    if s.ending:
+        b.final_round = s.ending
+    if s.void:
+        b.the_void.extend(s.void)
+    if s.piles[PILE_MYSTIC]:
+        b.mystic_pile = s.piles[PILE_MYSTIC]
+    if s.piles[PILE_HEAVY]:
+        b.heavy_infantry_pile = s.piles[PILE_HEAVY]
+    if s.center_deck:
+        b.center_deck_count = len(s.center_deck)
+    if s.bag:
+        b.treasure_bag_count = len(s.bag)
     d = s.decision
     if d is not None and not s.over:
-        b.decision.MergeFrom(
-            pb.Decision(kind=A.DECISION_NAMES.get(d[0], str(d[0])), seat=d[1], source_card=d[2])
-        )
+        b.MergeFromString(_decision_wire(d))
 
 
 def _seat_kind(s: Seat) -> pb.SeatInfo.Kind:
