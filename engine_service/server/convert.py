@@ -83,21 +83,25 @@ def _center_wire(center: list[int], under: list[list[int]]) -> bytes:
     return wire
 
 
-def _coin_wires(message: Any, field: str) -> dict[int, bytes]:
-    """Each coin's message as wire bytes of ``message``'s coin field ``field`` (36 coins, face
-    up or down: parsed in rather than built, 6,000 instructions a coin)."""
-    out = {}
-    for c in range(len(COLORS) * 6):
-        for code in (c, c | COIN_DOWN):
-            one = message()
-            coin = getattr(one, field)
-            _set_coin(coin.add() if hasattr(coin, "add") else coin, code)
-            out[code] = one.SerializeToString()
-    return out
+class _CoinWires(dict[int, bytes]):
+    """Each coin's message as wire bytes of ``message``'s coin field ``field``, made when
+    first asked for (parsed in rather than built: 6,000 instructions a coin)."""
+
+    def __init__(self, message: Any, field: str) -> None:
+        super().__init__()
+        self.message, self.field = message, field
+
+    def __missing__(self, code: int) -> bytes:
+        one = self.message()
+        coin = getattr(one, self.field)
+        _set_coin(coin.add() if hasattr(coin, "add") else coin, code)
+        wire: bytes = one.SerializeToString()
+        self[code] = wire
+        return wire
 
 
-_SEAT_COINS = _coin_wires(pb.SeatState, "coins")
-_BOARD_COIN = _coin_wires(pb.Board, "board_coin")
+_SEAT_COINS = _CoinWires(pb.SeatState, "coins")
+_BOARD_COIN = _CoinWires(pb.Board, "board_coin")
 
 # The board's Kraken and decision as wire bytes too, by content (they change a few times a
 # game): parsed into each board.

@@ -164,3 +164,16 @@ def test_in_place_messages_equal_the_plain_ones(sets: str, players: int, seed: i
 def test_event_data_is_the_json_of_the_event() -> None:
     for e in [("play", 0, 17), ("x", -5, 10**30, "é\u2028\"\\\n"), ("y", True, None, 1.5), ("z", [1, (2, "q")]), ("k",)]:
         assert convert._event_json(e) == json.dumps(e, separators=(",", ":"))
+
+
+def test_every_coin_parsed_from_its_kept_bytes_is_the_plain_one() -> None:
+    """The coins of seats and the board's coin are parsed from bytes made per coin (face up
+    or down), when first asked for."""
+    for c in range(len(COLORS) * 6):
+        for code in (c, c | COIN_DOWN):
+            seat = pb.SeatState()
+            seat.MergeFromString(convert._SEAT_COINS[code])
+            assert list(seat.coins) == [_coin(code)]
+            board = pb.Board()
+            board.MergeFromString(convert._BOARD_COIN[code])
+            assert board.HasField("board_coin") and board.board_coin == _coin(code)
