@@ -195,11 +195,9 @@ def test_endgame_rollouts_play_the_game_out(monkeypatch: pytest.MonkeyPatch) -> 
     """endgame=N: once the pool holds N tokens or fewer, every rollout ends with the game (the
     evaluation only ever scores finished games); before that, and by default, at the horizon."""
     scored: list[bool] = []
-    real = ismcts_module.evaluate
-
     def spy(s: rules.State, *args: object) -> list[float]:
         scored.append(s.over)
-        return real(s, *args)  # type: ignore[arg-type]
+        return evaluate(s, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(ismcts_module, "evaluate", spy)  # a spy: the real evaluation answers
     late = _late_decision(7, pool=8)
