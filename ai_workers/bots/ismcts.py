@@ -78,7 +78,6 @@ class SearchOptions:
     evaluation: str = "lead"  # "lead" (logistic of the lead) or "softmax" (shares that sum to 1)
     fast: bool = True  # sample only the top of the center deck; play cards without listing
     weights: str = "heuristic"  # the evaluation's weight set (evaluation.WEIGHT_SETS)
-    endgame: int = 0  # once the Honor pool holds at most this many tokens, play to the end
     workers: int = 1  # processes searching each decision (root parallelism: root_parallel.py)
 
     def __post_init__(self) -> None:
@@ -90,8 +89,6 @@ class SearchOptions:
             raise ValueError(f"weights must be one of {sorted(WEIGHT_SETS)}, got {self.weights!r}")
         if self.widening < 0 or self.horizon_turns < 1 or self.tree_turns < 1:
             raise ValueError("widening must be >= 0, horizon_turns and tree_turns >= 1")
-        if self.endgame < 0:
-            raise ValueError("endgame must be >= 0")
         if not 1 <= self.workers <= 64 or (self.reuse and self.workers > 1):
             raise ValueError("workers must be 1..64, and 1 with reuse")
 
@@ -168,8 +165,6 @@ def search(
     deadline = start + settings.budget_ms / 1000.0
     c_explore = settings.exploration
     stop_turn = view.state.turn + options.horizon_turns
-    if options.endgame and (view.state.ending or view.state.pool <= options.endgame):
-        stop_turn = 1 << 30  # the last turns: rollouts play the game out, no evaluation
     tree_stop = view.state.turn + min(options.tree_turns, options.horizon_turns)
     paranoid = options.backup == "paranoid"
     softmax = options.evaluation == "softmax"

@@ -3,11 +3,8 @@ service uses, and the benchmarks' bot specs."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
-import ai_workers.bots.ismcts as ismcts_module
 from ai_workers.bots import BotSettings
 from ai_workers.bots.arena import parse_spec, play_game
 from ai_workers.bots.evaluation import (
@@ -21,7 +18,6 @@ from ai_workers.bots.evaluation import (
 from ai_workers.bots.fit_eval import FIELDS, self_play
 from ai_workers.bots.ismcts import ISMCTSBot, SearchOptions, analyse, parse_options, search
 from ai_workers.bots.knowledge import knowledge
-from ai_workers.bots.policy import forced_action, rollout_action
 from engine_service import rules
 from engine_service.rules import actions as A
 from tests.ai.positions import mid_game_states
@@ -177,40 +173,3 @@ def test_fit_rows_from_the_self_play_of_a_bot_spec() -> None:
     (x0, y0), (x1, y1) = rows[0], rows[1]
     assert y0 + y1 == 1 and x0[0] == -x1[0]
 
-
-def _late_decision(seed: int, pool: int) -> rules.State:
-    """Heuristic self-play up to a searchable decision once the Honor pool is down to ``pool``."""
-    s = rules.new_game(rules.GameConfig(sets="ss", players=2, seed=seed))
-    K = knowledge(s.T)
-    rnd = random.Random(seed)
-    while not s.over:
-        legal = rules.legal_actions(s)
-        if s.pool <= pool and len(legal) > 2 and forced_action(s, legal, K) is None:
-            return s
-        rules.apply(s, rollout_action(s, legal, K, rnd, 0.1))
-    raise AssertionError(f"game {seed} ended first")
-
-
-def test_endgame_rollouts_play_the_game_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    """endgame=N: once the pool holds N tokens or fewer, every rollout ends with the game (the
-    evaluation only ever scores finished games); before that, and by default, at the horizon."""
-    scored: list[bool] = []
-    def spy(s: rules.State, *args: object) -> list[float]:
-        scored.append(s.over)
-        return evaluate(s, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ismcts_module, "evaluate", spy)  # a spy: the real evaluation answers
-    late = _late_decision(7, pool=8)
-    legal = rules.legal_actions(late)
-    view = rules.view(late, late.to_move())
-    r = search(view, legal, FEW, SearchOptions(endgame=10))
-    assert r.action in legal and len(scored) == 60 and all(scored)
-    scored.clear()
-    search(view, legal, FEW)  # the default: two turns, then the evaluation
-    assert len(scored) == 60 and not all(scored)
-    scored.clear()
-    early = mid_game_states(1)[0]
-    assert early.pool > 10
-    search(rules.view(early, early.to_move()), rules.legal_actions(early), FEW,
-           SearchOptions(endgame=10))  # fmt: skip
-    assert not any(scored)  # far from the end: the horizon as usual
