@@ -41,6 +41,7 @@ import math
 import random
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,6 +54,7 @@ from ai_workers.bots.settings import BotSettings
 from engine_service import rules
 from engine_service.rules import actions as A
 from engine_service.rules.engine import apply_unchecked, legal_actions
+from engine_service.rules.state import State
 from engine_service.rules.view import determinize
 
 CLOCK_EVERY = 8  # iterations between looks at the clock
@@ -147,11 +149,14 @@ def search(
     tree: Tree | None = None,
     root: int = 0,
     analyse: bool = False,
+    deal: Callable[[rules.View, int], State] | None = None,
 ) -> SearchResult:
     """Run ISMCTS from ``view`` (whose seat must choose among ``legal``) within the budget.
 
     ``tree`` and ``root`` continue an earlier search (the node where this decision is);
-    ``analyse`` searches even a forced play or a single legal action (for per-action figures).
+    ``analyse`` searches even a forced play or a single legal action (for per-action figures);
+    ``deal`` draws each iteration's full state from the view and a seed (default: a sample of
+    what the seat cannot see; ``benchmarks/clairvoyant.py`` gives the true state instead).
     """
     start = time.perf_counter()
     K: Knowledge = knowledge(view.state.T)
@@ -174,7 +179,8 @@ def search(
     eps = options.rollout_eps
     me = view.seat
     fast = options.fast
-    deal = sample if fast else determinize
+    if deal is None:
+        deal = sample if fast else determinize
     rank = K.play_rank
     PLAY = A.PLAY << 16
 

@@ -3,6 +3,8 @@ service uses, and the benchmarks' bot specs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from ai_workers.bots import BotSettings
@@ -173,3 +175,25 @@ def test_fit_rows_from_the_self_play_of_a_bot_spec() -> None:
     (x0, y0), (x1, y1) = rows[0], rows[1]
     assert y0 + y1 == 1 and x0[0] == -x1[0]
 
+
+def _always(s: rules.State) -> Callable[[rules.View, int], rules.State]:
+    return lambda _view, _seed: s.clone()
+
+
+def test_a_deal_hook_decides_what_each_iteration_sees() -> None:
+    """``deal`` replaces the sampling of hidden cards (benchmarks/clairvoyant.py gives the true
+    state): two games that look the same to the seat are then searched apart, where the
+    default search cannot tell them apart."""
+    from tests.ai.test_hidden_information import other_deal
+
+    for s in mid_game_states(4):
+        me = s.to_move()
+        t = other_deal(s, me, 1)
+        legal = rules.legal_actions(s)
+        assert rules.view(s, me).serialize() == rules.view(t, me).serialize()
+        fair = [search(rules.view(x, me), legal, FEW).visits for x in (s, t)]
+        assert fair[0] == fair[1]
+        seen = [search(rules.view(x, me), legal, FEW, deal=_always(x)).visits for x in (s, t)]
+        if seen[0] != seen[1]:
+            return
+    raise AssertionError("the true states never changed the search")
