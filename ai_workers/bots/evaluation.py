@@ -72,17 +72,35 @@ def seat_stats(s: State, q: int, K: Knowledge) -> SeatStats:
     return SeatStats(play_sum, size, turn_sum, honor, pending)
 
 
+def deck_play(s: State, q: int, K: Knowledge) -> tuple[float, int]:
+    """``seat_stats``' ``play_sum`` and ``size`` alone (the same sums, in the same order): what
+    the policy needs, without the Honor and Constructs it does not."""
+    play, con = K.play, K.is_construct
+    play_sum = 0.0
+    size = 0
+    for zone in (s.hands[q], s.decks[q], s.discards[q], s.played[q]):
+        for c in zone:
+            if not con[c]:
+                play_sum += play[c]
+                size += 1
+    return play_sum, size
+
+
 def turns_left(s: State) -> list[float]:
     """Expected turns each seat still plays (after the current one has ended)."""
-    n = s.n
+    return [seat_turns_left(s, q) for q in range(s.n)]
+
+
+def seat_turns_left(s: State, q: int) -> float:
+    """Expected turns seat ``q`` still plays (after the current one has ended)."""
     if s.over:
-        return [0.0] * n
+        return 0.0
+    n = s.n
     if s.ending:
         last = (s.first - 1) % n
         k = (last - s.active) % n  # seats active .. active+k still play this round
-        return [1.0 if (q - s.active) % n <= k else 0.0 for q in range(n)]
-    rounds = s.pool / (n * TOKENS_PER_TURN) + 0.5
-    return [rounds] * n
+        return 1.0 if (q - s.active) % n <= k else 0.0
+    return s.pool / (n * TOKENS_PER_TURN) + 0.5
 
 
 @dataclass(frozen=True, slots=True)

@@ -196,23 +196,25 @@ def search(
         s = deal(view, rnd.getrandbits(63))
         node = root
         path = [root]
-        acts = legal
+        acts: list[int] | None = legal  # None: not listed since the last action (listed when needed)
         at_root = True
         # selection / expansion
         while not s.over and s.turn < tree_stop:
+            if not at_root and fast and s.decision is None and s.hands[s.active]:
+                apply_unchecked(s, PLAY | _first_best(s.hands[s.active], rank))
+                acts = None
+                continue
+            if acts is None:
+                acts = legal_actions(s)
             if not at_root:
-                if fast and s.decision is None and s.hands[s.active]:
-                    apply_unchecked(s, PLAY | _first_best(s.hands[s.active], rank))
-                    acts = legal_actions(s)
-                    continue
                 if len(acts) == 1:
                     apply_unchecked(s, acts[0])
-                    acts = legal_actions(s)
+                    acts = None
                     continue
                 f = forced_action(s, acts, K)
                 if f is not None:
                     apply_unchecked(s, f)
-                    acts = legal_actions(s)
+                    acts = None
                     continue
             at_root = False
             who = s.to_move()
@@ -258,7 +260,7 @@ def search(
             apply_unchecked(s, best_a)
             node = best_c
             path.append(best_c)
-            acts = legal_actions(s)
+            acts = None
         # rollout to the horizon
         while not s.over and s.turn < stop_turn:
             if fast and s.decision is None and s.hands[s.active]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from ai_workers.bots.evaluation import ECON_W, seat_stats, turns_left
+from ai_workers.bots.evaluation import ECON_W, deck_play, seat_turns_left
 from ai_workers.bots.knowledge import COIN_R, CREW_R, HONOR_R, Knowledge, op_value
 from engine_service.rules import actions as A
 from engine_service.rules.state import COIN_ITEM, DEEP, KRAKEN_IN_DEEP, State
@@ -28,19 +28,27 @@ class Ctx:
     """What scoring needs about the deciding seat; its deck statistics are computed on first
     use (playing cards and ending the turn do not need them)."""
 
-    __slots__ = ("K", "_avg", "_rem", "_size", "p", "s")
+    __slots__ = ("K", "_avg", "_here", "_rem", "_size", "p", "s")
 
     def __init__(self, s: State, p: int, K: Knowledge) -> None:
         self.s, self.p, self.K = s, p, K
         self._avg = -1.0
         self._size = 0
         self._rem = 0.0
+        self._here: float | None = None
 
     def _load(self) -> None:
-        st = seat_stats(self.s, self.p, self.K)
-        self._avg = st.avg_play
-        self._size = st.size
-        self._rem = turns_left(self.s)[self.p]
+        play_sum, size = deck_play(self.s, self.p, self.K)
+        self._avg = play_sum / size if size else 0.0
+        self._size = size
+        self._rem = seat_turns_left(self.s, self.p)
+
+    @property
+    def here(self) -> float:
+        """``space_value`` of the space the seat's ship is on (every move compares with it)."""
+        if self._here is None:
+            self._here = self.space_value(self.s.ship[self.p])
+        return self._here
 
     @property
     def avg(self) -> float:
@@ -159,7 +167,7 @@ def score(ctx: Ctx, a: int) -> float:
         cost = K.T.cost[K.T.thukal if arg == DEEP else s.center[arg]]
         return ctx.target_value(arg, kind == A.DEFEAT_CREW) - CREW_R * cost
     if kind == A.MOVE:
-        gain = ctx.space_value(arg) - ctx.space_value(s.ship[ctx.p])
+        gain = ctx.space_value(arg) - ctx.here
         return P_MOVE + gain if gain > MOVE_MIN_GAIN else -1.0
     if kind == A.USE:
         return P_USE
@@ -170,7 +178,7 @@ def score(ctx: Ctx, a: int) -> float:
     if kind == A.SKIP:
         return 0.0
     if kind == A.MOVE_SHIP:
-        return ctx.space_value(arg) - ctx.space_value(s.ship[ctx.p]) - MOVE_MIN_GAIN
+        return ctx.space_value(arg) - ctx.here - MOVE_MIN_GAIN
     if kind == A.PLACE_SHIP:
         return ctx.space_value(arg)
     d = s.decision

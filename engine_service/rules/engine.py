@@ -103,19 +103,29 @@ def legal_actions(s: State) -> list[int]:
     return _DECISION_ACTIONS[d[0]](s, d)
 
 
+# action kinds shifted into place once (the listing below runs at every step of a search)
+_END_TURN, _PLAY, _USE = A.END_TURN << 16, A.PLAY << 16, A.USE << 16
+_DEFEAT, _DEFEAT_CREW = A.DEFEAT << 16, A.DEFEAT_CREW << 16
+_ACQUIRE, _ACQUIRE_CREW = A.ACQUIRE << 16, A.ACQUIRE_CREW << 16
+
+
 def _main_actions(s: State) -> list[int]:
     T = s.T
     p = s.active
-    out = [enc(A.END_TURN)]
-    for c in dict.fromkeys(s.hands[p]):
-        out.append(A.PLAY << 16 | c)
+    out = [_END_TURN]
+    hand = s.hands[p]
+    if hand:
+        for c in dict.fromkeys(hand):
+            out.append(_PLAY | c)
     used = s.used
     for zone in (s.constructs[p], s.ongoing[p]):
+        if not zone:
+            continue
         for c in dict.fromkeys(zone):
             for i, _ops in T.activated[c]:
                 key = c * 8 + i
                 if used.count(key) < E.owned_copies(s, p, c):
-                    out.append(A.USE << 16 | key)
+                    out.append(_USE | key)
     runes, power, crew, ship = s.runes, s.power, s.crew[p], s.ship[p]
     types, costs = T.type, T.cost
     for sp in range(CENTER_SPACES):
@@ -125,26 +135,26 @@ def _main_actions(s: State) -> list[int]:
         cost = costs[c]
         if types[c] == L.MONSTER:
             if cost <= power:
-                out.append(A.DEFEAT << 16 | sp)
+                out.append(_DEFEAT | sp)
             if ship == sp and cost <= crew:
-                out.append(A.DEFEAT_CREW << 16 | sp)
+                out.append(_DEFEAT_CREW | sp)
         else:
             if cost <= runes:
-                out.append(A.ACQUIRE << 16 | sp)
+                out.append(_ACQUIRE | sp)
             if ship == sp and cost <= crew:
-                out.append(A.ACQUIRE_CREW << 16 | sp)
+                out.append(_ACQUIRE_CREW | sp)
     if s.piles[PILE_MYSTIC] and costs[T.mystic] <= runes:
-        out.append(A.ACQUIRE << 16 | A.T_MYSTIC)
+        out.append(_ACQUIRE | A.T_MYSTIC)
     if s.piles[PILE_HEAVY] and costs[T.heavy] <= runes:
-        out.append(A.ACQUIRE << 16 | A.T_HEAVY)
+        out.append(_ACQUIRE | A.T_HEAVY)
     if costs[T.cultist] <= power:
-        out.append(A.DEFEAT << 16 | A.T_CULTIST)
+        out.append(_DEFEAT | A.T_CULTIST)
     if s.kraken == KRAKEN_IN_DEEP:
         cost = costs[T.thukal]
         if cost <= power:
-            out.append(A.DEFEAT << 16 | DEEP)
+            out.append(_DEFEAT | DEEP)
         if ship == DEEP and cost <= crew:
-            out.append(A.DEFEAT_CREW << 16 | DEEP)
+            out.append(_DEFEAT_CREW | DEEP)
     if s.flags & F_CREW_VOID:
         for c in dict.fromkeys(s.void):
             if types[c] == L.MONSTER and costs[c] <= crew:
