@@ -14,6 +14,7 @@ the shares; with a time budget, every share searches for that time.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.util
 import os
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -42,6 +43,12 @@ def _helpers(n: int) -> ProcessPoolExecutor:
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         _pool, _pool_size, _pool_pid = ProcessPoolExecutor(n, mp_context=ctx), n, os.getpid()
+        # A multiprocessing child (a benchmark's or a worker pool's process) exits by joining
+        # its children before any atexit hook: the helpers, which wait for work for ever, must
+        # be stopped first or the child never exits. Finalizers with a priority run before that
+        # join, highest first; above 10, the priority of the pool's own queue closing its feed
+        # (after which the helpers' stop signal would never reach them).
+        multiprocessing.util.Finalize(_pool, shutdown, exitpriority=100)
     return _pool
 
 

@@ -3,7 +3,10 @@ visits summed. Real helper processes (a process pool), no stand-ins."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +87,39 @@ def test_a_forked_bot_process_gets_pool_of_its_own() -> None:
         child = f.read()
     os.waitpid(pid, 0)
     assert child == repr(sorted(want.items()))
+
+
+def _search_with_helpers(view_bytes: bytes, legal: list[int]) -> None:
+    view = rules.View.deserialize(view_bytes)
+    settings = BotSettings(name="ismcts", iterations=40, seed=3)
+    parallel_search(view, legal, settings, SearchOptions(workers=2))
+
+
+def test_a_multiprocessing_child_that_searched_in_parallel_exits() -> None:
+    """A benchmark's game process or a pool's worker that used helpers exits on its own: a
+    multiprocessing child joins its children before atexit hooks, so helpers left waiting for
+    work kept it alive for ever (a strength run hung at its end this way)."""
+    s = mid_game_states(1)[0]
+    view, legal = rules.view(s, s.to_move()), rules.legal_actions(s)
+    ctx = multiprocessing.get_context("fork")
+    child = ctx.Process(target=_search_with_helpers, args=(view.serialize(), legal))
+    child.start()
+    child.join(30)
+    stuck = child.is_alive()
+    if stuck:  # leave nothing behind: the child and its helpers
+        for pid in _descendants(child.pid or 0):
+            os.kill(pid, signal.SIGKILL)
+        child.join(5)
+    assert not stuck, "the child did not exit within 30 s after its search"
+    assert child.exitcode == 0
+
+
+def _descendants(pid: int) -> list[int]:
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return [pid]
+    return [pid, *(d for k in kids for d in _descendants(int(k)))]
 
 
 @pytest.mark.parametrize("bad", [{"workers": 0}, {"workers": 65}, {"workers": 2, "reuse": True}])
