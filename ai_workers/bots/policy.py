@@ -70,11 +70,13 @@ class Ctx:
 
     def card_gain(self, c: int) -> float:
         """Value of adding Hero or Construct c to the seat's cards."""
+        if self._avg < 0:
+            self._load()
         K = self.K
         v = HONOR_R * K.honor[c]
         if K.is_construct[c]:
-            return v + ECON_W * K.turn[c] * max(0.0, self.rem - self.size / 10)
-        return v + ECON_W * self.rem * 5.0 * (K.play[c] - self.avg) / (self.size + 1)
+            return v + ECON_W * K.turn[c] * max(0.0, self._rem - self._size / 10)
+        return v + ECON_W * self._rem * 5.0 * (K.play[c] - self._avg) / (self._size + 1)
 
     def item_value(self, item: int) -> float:
         if item >= COIN_ITEM:

@@ -127,13 +127,12 @@ def _main_actions(s: State) -> list[int]:
                 if used.count(key) < E.owned_copies(s, p, c):
                     out.append(_USE | key)
     runes, power, crew, ship = s.runes, s.power, s.crew[p], s.ship[p]
-    types, costs = T.type, T.cost
-    for sp in range(CENTER_SPACES):
-        c = s.center[sp]
+    types, costs, monster = T.type, T.cost, L.MONSTER
+    for sp, c in enumerate(s.center):  # CENTER_SPACES entries
         if c < 0:
             continue
         cost = costs[c]
-        if types[c] == L.MONSTER:
+        if types[c] == monster:
             if cost <= power:
                 out.append(_DEFEAT | sp)
             if ship == sp and cost <= crew:
