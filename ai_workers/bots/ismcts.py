@@ -196,7 +196,8 @@ def search(
         s = deal(view, rnd.getrandbits(63))
         node = root
         path = [root]
-        acts: list[int] | None = legal  # None: not listed since the last action (listed when needed)
+        # the actions legal here; None: not listed since the last action (listed when needed)
+        acts: list[int] | None = legal
         at_root = True
         # selection / expansion
         while not s.over and s.turn < tree_stop:
