@@ -47,8 +47,9 @@ def _helpers(n: int) -> ProcessPoolExecutor:
         # its children before any atexit hook: the helpers, which wait for work for ever, must
         # be stopped first or the child never exits. Finalizers with a priority run before that
         # join, highest first; above 10, the priority of the pool's own queue closing its feed
-        # (after which the helpers' stop signal would never reach them).
-        multiprocessing.util.Finalize(_pool, shutdown, exitpriority=100)
+        # (after which the helpers' stop signal would never reach them). Tied to no object: one
+        # tied to this pool would run when a larger pool replaces it, and stop the new one.
+        multiprocessing.util.Finalize(None, shutdown, exitpriority=100)
     return _pool
 
 

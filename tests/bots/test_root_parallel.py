@@ -114,6 +114,22 @@ def test_a_multiprocessing_child_that_searched_in_parallel_exits() -> None:
     assert child.exitcode == 0
 
 
+def test_a_larger_pool_replaces_the_smaller_and_searches() -> None:
+    """More workers than the pool has: a larger pool is made and used (the stop-at-exit hook
+    of the one it replaces must not stop it)."""
+    s = mid_game_states(1)[0]
+    view, legal = rules.view(s, s.to_move()), rules.legal_actions(s)
+    settings = BotSettings(name="ismcts", iterations=60, seed=4)
+    try:
+        parallel_search(view, legal, settings, SearchOptions(workers=2))
+        r = parallel_search(view, legal, settings, SearchOptions(workers=3))
+        assert r.iterations == 60 and sum(r.visits.values()) == 60
+        again = parallel_search(view, legal, settings, SearchOptions(workers=3))
+        assert (again.action, again.visits) == (r.action, r.visits)
+    finally:
+        shutdown()
+
+
 def _descendants(pid: int) -> list[int]:
     try:
         kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
