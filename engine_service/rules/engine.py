@@ -156,7 +156,7 @@ def _main_actions(s: State) -> list[int]:
             out.append(_DEFEAT_CREW | DEEP)
     if s.flags & F_CREW_VOID:
         for c in dict.fromkeys(s.void):
-            if types[c] == L.MONSTER and costs[c] <= crew:
+            if types[c] == monster and costs[c] <= crew:
                 out.append(A.DEFEAT_VOID << 16 | c)
     if not s.moved and ship >= 0 and not s.flags & F_FIRST_TURN:
         for nb in NEIGHBORS[ship]:

@@ -12,10 +12,13 @@ from ai_workers.bots.arena import parse_spec, play_game
 from ai_workers.bots.evaluation import (
     WEIGHT_SETS,
     Weights,
+    deck_play,
     evaluate,
     hand_value,
     scores_linear,
     seat_stats,
+    seat_turns_left,
+    turns_left,
 )
 from ai_workers.bots.fit_eval import FIELDS, self_play
 from ai_workers.bots.ismcts import ISMCTSBot, SearchOptions, analyse, parse_options, search
@@ -197,3 +200,19 @@ def test_a_deal_hook_decides_what_each_iteration_sees() -> None:
         if seen[0] != seen[1]:
             return
     raise AssertionError("the true states never changed the search")
+
+
+def test_the_policys_deck_figures_are_the_evaluations() -> None:
+    """``deck_play`` repeats ``seat_stats``' deck sums for the policy (without the rest): the
+    same floats on every seat of many states, and one seat's turns left as all seats' are."""
+    seen = 0
+    for s in mid_game_states(9):
+        K = knowledge(s.T)
+        while not s.over and seen < 400:
+            for q in range(s.n):
+                st = seat_stats(s, q, K)
+                assert deck_play(s, q, K) == (st.play_sum, st.size)
+                assert seat_turns_left(s, q) == turns_left(s)[q]
+            rules.apply(s, rules.legal_actions(s)[-1])
+            seen += 1
+        seen = 0
