@@ -9,7 +9,8 @@ same load generator (grpc.aio clients, one game or key per client coroutine):
 1. the floor: a no-op gRPC call whose handler does one Redis GET and one Lua compare-and-set
    of a state-sized value (grpc.aio + redis.asyncio, like the engine), one server process;
 2. the engine, one ``ascension-engine serve`` process: games played through the API, each
-   client submitting for whichever seat is to move (ListLegalActions when the turn passes);
+   client a table holding every seat's token, submitting for whichever seat is to move (its
+   ``seat_tokens`` make each answer the view of the seat to move: one call per action);
 3. the same with ``view_detail=VIEW_DETAIL_LEGAL_ACTIONS`` (answers without board and rules view);
 4. the engine with ``--processes N`` (default 2): N server processes on one port, each client
    on a connection of its own (the kernel spreads connections over the processes), full views;
@@ -160,10 +161,10 @@ def _acts(actions: Any) -> list[Act]:
 
 async def engine_client(stub: Any, table: Table, warm_until: float, stop_at: float, lat: list[int],
                         stats: dict[str, int], detail: epb.ViewDetail) -> None:  # fmt: skip
-    """Plays games through the API like a table holding every seat's token: after each submit
-    it has the acting seat's legal actions (in the returned view); when the turn passes it asks
-    for the new seat's with ListLegalActions. A game cut by the end of a round goes on in the
-    next one."""
+    """Plays games through the API like a table holding every seat's token: it sends them all
+    (``seat_tokens``), so each answer is the view of the seat to move, its legal actions
+    included. Were it another seat's (it is not), it would ask for them with ListLegalActions.
+    A game cut by the end of a round goes on in the next one."""
     t, rng = table, table.rng
     while time.monotonic() < stop_at:
         if not t.game_id:
@@ -177,7 +178,7 @@ async def engine_client(stub: Any, table: Table, warm_until: float, stop_at: flo
         while not over and time.monotonic() < stop_at:
             req = epb.SubmitActionRequest(game_id=t.game_id, token=t.tokens[t.seat], expected_version=t.version,
                                           action=pick(t.actions, rng), idempotency_key=f"{t.game_id}:{t.version}",
-                                          view_detail=detail)  # fmt: skip
+                                          view_detail=detail, seat_tokens=t.tokens)  # fmt: skip
             t0 = time.perf_counter_ns()
             resp = await stub.SubmitAction(req, timeout=10)
             t1 = time.perf_counter_ns()
@@ -185,9 +186,8 @@ async def engine_client(stub: Any, table: Table, warm_until: float, stop_at: flo
             if time.monotonic() >= warm_until:
                 lat.append(t1 - t0)
             view = resp.view
-            t.version, t.actions, over = view.version, view.legal_actions, view.over
-            if not over and view.to_move != t.seat:
-                t.seat = view.to_move
+            t.version, t.actions, over, t.seat = view.version, view.legal_actions, view.over, view.to_move
+            if not over and view.seat != t.seat:
                 legal = await stub.ListLegalActions(
                     epb.ListLegalActionsRequest(game_id=t.game_id, token=t.tokens[t.seat]), timeout=10)  # fmt: skip
                 t.version, t.actions = legal.version, legal.actions

@@ -7,8 +7,9 @@
 Plays games of fixed seeds on a scratch ``redis-server`` (or ``--redis-url``) through the
 engine's service layer (``EngineService`` with its metrics, cache and Redis store, as
 ``ascension-engine serve`` builds them), the way ``benchmarks/service.py`` loads the engine:
-each game's table holds every seat's token, submits with full views, and asks for the new
-seat's legal actions (ListLegalActions) when the turn passes. ``--wire`` adds what gRPC does
+each game's table holds every seat's token and sends them all (``seat_tokens``: each answer is
+the view of the seat to move), submits with full views, and would ask for the seat to move's
+legal actions (ListLegalActions) were an answer another seat's. ``--wire`` adds what gRPC does
 around each call in the server (parse the request, serialize the answer) and in the client
 (parse the answer).
 
@@ -125,14 +126,14 @@ async def play(redis_url: str, submits: int, games: int, wire: bool) -> tuple[in
             req = epb.SubmitActionRequest(
                 game_id=t["game_id"], token=t["tokens"][t["seat"]], expected_version=t["version"],
                 action=pick(t["actions"], t["rng"]), idempotency_key=f"{t['game_id']}:{t['version']}",
+                seat_tokens=t["tokens"],
             )  # fmt: skip
             view = (await call(svc.SubmitAction, req, epb.SubmitActionResponse)).view
             done += 1
-            t["version"], t["actions"] = view.version, view.legal_actions
+            t["version"], t["actions"], t["seat"] = view.version, view.legal_actions, view.to_move
             if view.over:
                 await new_table(t)
-            elif view.to_move != t["seat"]:
-                t["seat"] = view.to_move
+            elif view.seat != t["seat"]:
                 legal = await call(svc.ListLegalActions, epb.ListLegalActionsRequest(
                     game_id=t["game_id"], token=t["tokens"][t["seat"]]), epb.ListLegalActionsResponse)  # fmt: skip
                 t["version"], t["actions"] = legal.version, legal.actions

@@ -45,10 +45,15 @@ def create_game_request(
 
 
 def submit_request(
-    game_id: str, token: str, version: int, action: int, key: str
+    game_id: str, token: str, version: int, action: int, key: str, seat_tokens: Sequence[str] = ()
 ) -> engine_pb2.SubmitActionRequest:
     return engine_pb2.SubmitActionRequest(
-        game_id=game_id, token=token, expected_version=version, action=action, idempotency_key=key
+        game_id=game_id,
+        token=token,
+        expected_version=version,
+        action=action,
+        idempotency_key=key,
+        seat_tokens=seat_tokens,
     )
 
 

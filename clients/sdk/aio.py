@@ -184,6 +184,7 @@ class AsyncClient:
         expected_version: int | None = None,
         idempotency_key: str | None = None,
         retry_on_conflict: bool = True,
+        seat_tokens: Sequence[str] = (),
     ) -> engine_pb2.SubmitActionResponse:
         """See :meth:`clients.sdk.Client.submit`."""
         key = idempotency_key or new_idempotency_key()
@@ -192,7 +193,7 @@ class AsyncClient:
             version = (await self.get_view(game_id, token)).version
         conflicts = 0
         while True:
-            req = submit_request(game_id, token, version, action, key)
+            req = submit_request(game_id, token, version, action, key, seat_tokens)
             try:
                 resp = await self._call(self._submit_once(req))
             except VersionConflictError as e:

@@ -170,6 +170,7 @@ class Client:
         expected_version: int | None = None,
         idempotency_key: str | None = None,
         retry_on_conflict: bool = True,
+        seat_tokens: Sequence[str] = (),
     ) -> engine_pb2.SubmitActionResponse:
         """Apply one action of the token's seat.
 
@@ -177,7 +178,9 @@ class Client:
         server if none). On ABORTED the new version is read and the action submitted again, up
         to ``retry.conflicts`` times (unless ``retry_on_conflict`` is False); the rules then
         apply it or reject it with IllegalActionError. An idempotency key (generated if not
-        given) makes transport retries safe.
+        given) makes transport retries safe. ``seat_tokens``: the other seats' tokens this
+        caller holds (e.g. ``game.seat_tokens`` for a table of every seat); when the move passes
+        to one of them, the answer's view is that seat's, its legal actions included.
         """
         key = idempotency_key or new_idempotency_key()
         version = expected_version if expected_version is not None else self.known_version(game_id)
@@ -185,7 +188,7 @@ class Client:
             version = self.get_view(game_id, token).version
         conflicts = 0
         while True:
-            req = submit_request(game_id, token, version, action, key)
+            req = submit_request(game_id, token, version, action, key, seat_tokens)
             try:
                 resp = self._call(partial(self._stub.SubmitAction, req, timeout=self.timeout))
             except VersionConflictError as e:

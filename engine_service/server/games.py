@@ -122,6 +122,24 @@ class Games:
             raise errors.unknown_token()
         return seat
 
+    @staticmethod
+    def _held(req: epb.SubmitActionRequest, meta: GameMeta, seat: int) -> tuple[int, ...]:
+        """The seats of ``req.seat_tokens`` (the acting ``seat`` when its token is among them),
+        each of which must be a seat token of this game."""
+        held = []
+        for i, t in enumerate(req.seat_tokens):
+            s = seat if t == req.token else tokens.seat_of(t, meta.token_digests)
+            if s is None:
+                raise errors.unknown_token(f"seat_tokens[{i}] does not match any seat of this game")
+            held.append(s)
+        return tuple(held)
+
+    @staticmethod
+    def _viewer(seat: int, held: tuple[int, ...], to_move: int) -> int:
+        """Whose view answers a submit of ``seat``: the seat to move when the caller holds its
+        token too (``held``), else the acting seat's."""
+        return to_move if to_move != seat and to_move in held else seat
+
     def _ai_payload(
         self, game_id: str, meta: GameMeta, seat: int, version: int, now: float
     ) -> dict[str, Any]:
@@ -233,7 +251,12 @@ class Games:
         return rec.version, self._state(rec), seat
 
     async def _replayed(
-        self, game_id: str, seat: int, fingerprint: bytes, prior: IdempotentRecord
+        self,
+        game_id: str,
+        seat: int,
+        fingerprint: bytes,
+        prior: IdempotentRecord,
+        held: tuple[int, ...] = (),
     ) -> epb.SubmitActionResponse:
         if prior.fingerprint != fingerprint:
             raise invalid(
@@ -253,7 +276,9 @@ class Games:
         if first is None:  # left the window meanwhile: the version is all that is known of it
             resp.update.Clear()
             resp.update.game_id, resp.update.version = game_id, prior.version
-        convert.fill_game_view(resp.view, game_id, rec.version, self._state(rec), meta, seat)
+        state = self._state(rec)
+        viewer = self._viewer(seat, held, state.to_move())
+        convert.fill_game_view(resp.view, game_id, rec.version, state, meta, viewer)
         resp.view.commit_id = rec.commit_id
         return resp
 
@@ -289,13 +314,14 @@ class Games:
         self, req: epb.SubmitActionRequest, rec: GameRecord, meta: GameMeta
     ) -> epb.SubmitActionResponse:
         seat = self._seat(req.token, meta, req.game_id, req.expected_version, required=True)
+        held = self._held(req, meta, seat) if req.seat_tokens else ()
         stale = rec.version != req.expected_version
         if stale or (req.expected_commit_id and req.expected_commit_id != rec.commit_id):
             if req.idempotency_key:  # a retry of a request that was applied: answer as then
                 prior = await self.store.idempotent(req.game_id, req.idempotency_key)
                 if prior is not None:
                     return await self._replayed(
-                        req.game_id, seat, self._fingerprint(seat, req), prior
+                        req.game_id, seat, self._fingerprint(seat, req), prior, held
                     )
             if stale:
                 raise self._aborted(rec.version, req.expected_version)
@@ -303,7 +329,7 @@ class Games:
         state = self._state(rec)
         legal = self.states.legal_actions(rec.game_id, rec.commit_id, state)
         s = self._playable(state, seat, req.action, legal)
-        return await self._apply(req, rec, meta, seat, s)
+        return await self._apply(req, rec, meta, seat, s, held)
 
     @staticmethod
     def _fingerprint(seat: int, req: epb.SubmitActionRequest) -> bytes:
@@ -335,9 +361,11 @@ class Games:
         meta: GameMeta,
         seat: int,
         s: rules.State,
+        held: tuple[int, ...],
     ) -> epb.SubmitActionResponse:
         """Play ``req.action`` on ``s`` (the record's state, checked playable) and write the
-        result if the game is still at the record's version and commit id."""
+        result if the game is still at the record's version and commit id; answer with the
+        view of ``seat``, or of the seat to move if it is ``held`` too."""
         game_id, key, action = req.game_id, req.idempotency_key, req.action
         fingerprint = self._fingerprint(seat, req)
         version = rec.version + 1
@@ -373,7 +401,7 @@ class Games:
             raise not_found(game_id)
         if res.status is CommitStatus.DUPLICATE:
             assert res.prior is not None
-            return await self._replayed(game_id, seat, fingerprint, res.prior)
+            return await self._replayed(game_id, seat, fingerprint, res.prior, held)
         if res.status is CommitStatus.CONFLICT:
             self.metrics.cas_conflicts.inc()
             raise self._aborted(res.version, req.expected_version)
@@ -384,10 +412,11 @@ class Games:
             self.metrics.games_finished.inc()
             log.info("game %s over at version %d: scores %s", game_id, version, rules.scores(s))
         await self._dispatch(payload)
+        viewer = self._viewer(seat, held, nxt) if held else seat
         if req.view_detail == epb.VIEW_DETAIL_LEGAL_ACTIONS:
-            convert.fill_light_view(resp.view, game_id, version, s, seat, legal)
+            convert.fill_light_view(resp.view, game_id, version, s, viewer, legal)
         else:
-            convert.fill_game_view(resp.view, game_id, version, s, meta, seat, legal)
+            convert.fill_game_view(resp.view, game_id, version, s, meta, viewer, legal)
         resp.view.commit_id = commit_id
         return resp
 

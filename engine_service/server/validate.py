@@ -95,6 +95,12 @@ def submit(req: epb.SubmitActionRequest) -> None:
         raise invalid("view_detail", f"unknown value {req.view_detail}")
     if len(req.idempotency_key) > MAX_IDEMPOTENCY_KEY:
         raise invalid("idempotency_key", f"at most {MAX_IDEMPOTENCY_KEY} characters")
+    if len(req.seat_tokens) > MAX_SEATS:
+        raise invalid(
+            "seat_tokens", f"at most {MAX_SEATS} (one per seat), got {len(req.seat_tokens)}"
+        )
+    for i, t in enumerate(req.seat_tokens):
+        token(t, f"seat_tokens[{i}]")
 
 
 def page_size(value: int) -> int:

@@ -246,3 +246,19 @@ def test_bot_seat_settings_are_sent(client: Client) -> None:
     info = {s.seat: s for s in game.view.seat_info}
     assert info[0].name == "Ann" and info[0].kind == info[0].HUMAN
     assert info[1].name == "Robo" and info[1].bot_name == "random" and info[1].kind == info[1].AI
+
+
+def test_a_table_of_every_seat_follows_the_seat_to_move(client: Client) -> None:
+    """With seat_tokens each answer is the view of the seat to move: the table plays on with
+    submits alone (first moves, ship placements included, pass the move between seats)."""
+    game = human_game(client, seed=31)
+    view = client.get_view(game.game_id, game.token(game.view.to_move))
+    seats_seen = set()
+    for _ in range(40):
+        assert view.seat == view.to_move and view.legal_actions
+        seats_seen.add(view.seat)
+        acts = [a for a in view.legal_actions if a.kind != "end_turn"] or list(view.legal_actions)
+        view = client.submit(game.game_id, game.token(view.seat), acts[-1].id, seat_tokens=game.seat_tokens).view
+    assert seats_seen == {0, 1}
+    with pytest.raises(UnauthenticatedError, match=r"seat_tokens\[0\]"):
+        client.submit(game.game_id, game.token(view.seat), view.legal_actions[0].id, seat_tokens=["y" * 32])

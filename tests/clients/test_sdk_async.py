@@ -105,3 +105,20 @@ def test_async_watch_resumes(engine: EmbeddedEngine) -> None:
         asyncio.run(main())
     finally:
         proxy.close()
+
+
+def test_async_table_of_every_seat(engine: EmbeddedEngine) -> None:
+    async def main() -> set[int]:
+        async with AsyncClient(engine.address, timeout=10.0) as c:
+            game = await c.create_game([human("A"), human("B")], seed=32)
+            view = await c.get_view(game.game_id, game.token(game.view.to_move))
+            seen = set()
+            for _ in range(40):
+                assert view.seat == view.to_move and view.legal_actions
+                seen.add(view.seat)
+                acts = [a for a in view.legal_actions if a.kind != "end_turn"] or list(view.legal_actions)
+                resp = await c.submit(game.game_id, game.token(view.seat), acts[-1].id, seat_tokens=game.seat_tokens)
+                view = resp.view
+            return seen
+
+    assert asyncio.run(main()) == {0, 1}
