@@ -124,3 +124,15 @@ def test_legal_actions_only_answers_follow_the_seat_to_move_too(stub: rpc.Engine
     light, full = resp.view, _get(stub, game, nxt)
     assert light.seat == full.seat == full.to_move == nxt and not light.HasField("board")
     assert list(light.legal_actions) == list(full.legal_actions) and light.legal_actions
+
+
+def test_a_retry_holding_fewer_seats_is_shown_only_its_own(stub: rpc.EngineStub) -> None:
+    """The answer to a retry follows the tokens the retry sends, not the first request's: a
+    caller cannot see a seat by replaying someone else's key."""
+    game = support.create(stub, seed=14)
+    view, action, nxt = _before_a_pass(stub, game, "ss", 2, 14)
+    first = _submit(stub, game, view, action, list(game.seat_tokens), idempotency_key="pass-2")
+    again = _submit(stub, game, view, action, [], idempotency_key="pass-2")
+    assert first.view.seat == nxt and again.replayed
+    assert again.view.seat == view.to_move != nxt and not again.view.legal_actions
+    assert again.view == _get(stub, game, view.to_move)
