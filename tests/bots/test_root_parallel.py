@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -89,20 +90,40 @@ def test_a_forked_bot_process_gets_pool_of_its_own() -> None:
     assert child == repr(sorted(want.items()))
 
 
-def _search_with_helpers(view_bytes: bytes, legal: list[int]) -> None:
+def _search_with_helpers(view_bytes: bytes, legal: list[int], pid_file: str) -> None:
     view = rules.View.deserialize(view_bytes)
     settings = BotSettings(name="ismcts", iterations=40, seed=3)
     parallel_search(view, legal, settings, SearchOptions(workers=2))
+    helpers = [p for p in _descendants(os.getpid()) if p != os.getpid()]
+    Path(pid_file).write_text(" ".join(map(str, helpers)))
 
 
-def test_a_multiprocessing_child_that_searched_in_parallel_exits() -> None:
-    """A benchmark's game process or a pool's worker that used helpers exits on its own: a
-    multiprocessing child joins its children before atexit hooks, so helpers left waiting for
-    work kept it alive for ever (a strength run hung at its end this way)."""
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+@pytest.mark.parametrize("kind", ["multiprocessing", "billiard"])
+def test_a_child_process_that_searched_in_parallel_exits(kind: str, tmp_path: Path) -> None:
+    """A benchmark's game process or a pool's worker that used helpers exits on its own, and
+    its helpers with it: a multiprocessing child joins its children before atexit hooks, so
+    helpers left waiting for work kept it alive for ever (a strength run hung at its end this
+    way). A Celery prefork child is a billiard process: billiard runs multiprocessing's
+    finalizers at its exit too (it imports their registry), so the helpers stop there as well."""
+    import billiard  # type: ignore[import-untyped]
+
     s = mid_game_states(1)[0]
     view, legal = rules.view(s, s.to_move()), rules.legal_actions(s)
-    ctx = multiprocessing.get_context("fork")
-    child = ctx.Process(target=_search_with_helpers, args=(view.serialize(), legal))
+    ctx = (multiprocessing if kind == "multiprocessing" else billiard).get_context("fork")
+    pid_file = tmp_path / "helpers"
+    # No helpers of this process's own (earlier tests') for the child to inherit: a billiard
+    # child keeps multiprocessing's list of its parent's children, and would try to join them
+    # at exit (a Celery worker's main process has none).
+    shutdown()
+    child = ctx.Process(target=_search_with_helpers, args=(view.serialize(), legal, str(pid_file)))
     child.start()
     child.join(30)
     stuck = child.is_alive()
@@ -112,6 +133,15 @@ def test_a_multiprocessing_child_that_searched_in_parallel_exits() -> None:
         child.join(5)
     assert not stuck, "the child did not exit within 30 s after its search"
     assert child.exitcode == 0
+    helpers = [int(p) for p in pid_file.read_text().split()]
+    assert helpers  # it did search with a helper
+    deadline = time.monotonic() + 10
+    while not all(_gone(p) for p in helpers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in helpers if not _gone(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"helpers {left} outlived the child"
 
 
 def test_a_larger_pool_replaces_the_smaller_and_searches() -> None:
