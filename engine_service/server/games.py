@@ -412,7 +412,7 @@ class Games:
             self.metrics.games_finished.inc()
             log.info("game %s over at version %d: scores %s", game_id, version, rules.scores(s))
         await self._dispatch(payload)
-        viewer = self._viewer(seat, held, nxt) if held else seat
+        viewer = self._viewer(seat, held, nxt)
         if req.view_detail == epb.VIEW_DETAIL_LEGAL_ACTIONS:
             convert.fill_light_view(resp.view, game_id, version, s, viewer, legal)
         else:
