@@ -78,6 +78,7 @@ def main() -> None:
         "mean_actions": round(total_actions / args.games, 1),
         "mean_turns": round(total_turns / args.games, 1),
         "clone_us": round(clone_us, 2),
+        "rules_build": rules.BUILD,
         "games": args.games,
         "players": args.players,
         "sets": args.sets,
@@ -85,7 +86,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"sets={args.sets} players={args.players} games={args.games}")
+        print(f"sets={args.sets} players={args.players} games={args.games} rules={rules.BUILD}")
         print(f"actions/s      {result['actions_per_s']:>10,}   (listing + pick + apply)")
         print(f"games/s        {result['games_per_s']:>10}")
         print(f"mean actions   {result['mean_actions']:>10}")

@@ -105,12 +105,13 @@ def main() -> None:
         "min_iterations_per_s": round(min(per), 1),
         "target_iterations_per_s": TARGET,
         "meets_target": ips >= TARGET,
+        "rules_build": rules.BUILD,
         "per_position": [asdict(r) for r in rows],
     }
     if args.json:
         print(json.dumps(summary))
     else:
-        print(f"\nISMCTS: {ips:.0f} iterations/s over {len(rows)} positions "
+        print(f"\nISMCTS ({rules.BUILD} rules): {ips:.0f} iterations/s over {len(rows)} positions "
               f"(median {summary['median_iterations_per_s']:.0f}, min {summary['min_iterations_per_s']:.0f}; "
               f"target {TARGET:.0f}: {'met' if ips >= TARGET else 'NOT met'})")  # fmt: skip
 

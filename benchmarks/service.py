@@ -359,6 +359,9 @@ def start_redis(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"redis://127.0.0.1:{port}/0"
 
 
+RULES_BUILDS: set[str] = set()  # what the engines said they run (rules.BUILD): "compiled"
+
+
 def start_engine(redis_url: str, *, processes: int = 1, extra: dict[str, str] | None = None
                  ) -> tuple[subprocess.Popen[str], str]:  # fmt: skip
     env = {**os.environ, "REDIS_URL": redis_url, "ENGINE_GRPC_PORT": "0", "ENGINE_HOST": "127.0.0.1",
@@ -368,6 +371,7 @@ def start_engine(redis_url: str, *, processes: int = 1, extra: dict[str, str] | 
     proc = subprocess.Popen([str(exe), "serve", "--processes", str(processes)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)  # fmt: skip
     line = wait_line(proc, "listening on")
+    RULES_BUILDS.add(line.split("rules: ")[1].split(")")[0] if "rules: " in line else "?")
     return proc, line.split("listening on ")[1].split()[0]
 
 
@@ -485,7 +489,7 @@ def main() -> int:
     by_round = [len(e["lat"]) / max(len(f["lat"]), 1) for f, e in zip(stretches["floor"], stretches["one"], strict=True)]
     cpus = os.cpu_count() or 1
     print(f"machine: {cpus} CPUs; {args.clients} clients in {args.client_procs} process(es); "
-          f"{args.seconds:.0f}s/phase in {rounds} round(s)")  # fmt: skip
+          f"{args.seconds:.0f}s/phase in {rounds} round(s); rules: {', '.join(sorted(RULES_BUILDS))}")  # fmt: skip
     print(f"floor (gRPC + Redis GET + Lua CAS) : {floor['rps']:8.0f} calls/s  p50 {floor['p50_us']:7.0f} us  "
           f"p99 {floor['p99_us']:7.0f} us")  # fmt: skip
     print(f"engine, 1 process  SubmitAction    : {one['rps']:8.0f} calls/s  p50 {one['p50_us']:7.0f} us  "
@@ -540,6 +544,7 @@ def main() -> int:
                                   "vs_no_persistence": round(d["rps"] / max(one["rps"], 1e-9), 3)}
                            for name, d in durability.items()},
             "cpus": cpus,
+            "rules_build": ",".join(sorted(RULES_BUILDS)),
             "clients": args.clients,
             "client_procs": args.client_procs,
             "seconds": args.seconds,

@@ -7,7 +7,16 @@ No I/O, no clock, no global RNG. Typical use::
     while not s.over:
         a = pick(rules.legal_actions(s))
         events = rules.apply(s, a)
+
+``BUILD`` says which build of the modules runs: ``"compiled"`` (by mypyc, see
+engine_service/_build.py) or ``"python"`` (see _native.py).
 """
+
+from engine_service.rules import _native
+
+BUILD = _native.choose()  # before any other module of the package is imported
+
+# ruff: noqa: E402
 
 from engine_service.rules.actions import KIND_IDS, KIND_NAMES, arg_of, encode, kind_of
 from engine_service.rules.config import GameConfig
@@ -26,7 +35,7 @@ from engine_service.rules.state import State
 from engine_service.rules.view import SPECTATOR, View, determinize, view
 
 __all__ = [
-    "KIND_IDS", "KIND_NAMES", "SPECTATOR", "ConfigError", "GameConfig", "IllegalActionError",
+    "BUILD", "KIND_IDS", "KIND_NAMES", "SPECTATOR", "ConfigError", "GameConfig", "IllegalActionError",
     "MalformedActionError", "RulesError", "SerializationError", "State", "View", "apply",
     "apply_unchecked", "arg_of", "describe_action", "describe_event", "deserialize", "determinize",
     "encode", "kind_of", "legal_actions", "new_game", "score_breakdown", "scores", "serialize",

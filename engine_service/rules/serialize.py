@@ -22,7 +22,7 @@ from typing import Any
 
 from engine_service.rules.config import GameConfig
 from engine_service.rules.errors import SerializationError
-from engine_service.rules.state import State
+from engine_service.rules.state import FIELDS, State
 from engine_service.rules.tables import Tables, default_tables
 
 FORMAT_VERSION = 3
@@ -32,7 +32,7 @@ FORMAT_VERSION = 3
 MARSHAL_VERSION = 2
 _MARSHAL_FORMAT = 2
 _JSON_FORMAT = 1
-_FIELDS = tuple(k for k in State.__slots__ if k not in ("T", "config"))
+_FIELDS = tuple(k for k in FIELDS if k not in ("T", "config"))
 _VALUES = operator.attrgetter(*_FIELDS)  # every field in one C call (written on every submit)
 
 

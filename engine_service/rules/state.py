@@ -37,52 +37,57 @@ COIN_DOWN = 64
 COIN_ITEM = 1024  # a treasure item id >= COIN_ITEM is a coin (item - COIN_ITEM), else a card id
 
 
+# The state's fields (its __slots__), named here too: code compiled by mypyc (setup.py) reads
+# no __slots__ through the class.
+FIELDS = (
+    "T",
+    "active",
+    "bag",
+    "board_coin",
+    "center",
+    "center_deck",
+    "coins",
+    "config",
+    "constructs",
+    "crew",
+    "decision",
+    "decks",
+    "discards",
+    "ending",
+    "first",
+    "flags",
+    "ghost",
+    "ghost_hit",
+    "hands",
+    "kraken",
+    "kraken_coins",
+    "moved",
+    "n",
+    "ongoing",
+    "out",
+    "over",
+    "piles",
+    "played",
+    "pool",
+    "power",
+    "rng",
+    "runes",
+    "ship",
+    "stack",
+    "tokens",
+    "treasures",
+    "turn",
+    "under",
+    "unite_done",
+    "used",
+    "void",
+)  # fmt: skip
+
+
 class State:
     """One game. Mutated in place by ``rules.apply``; use :meth:`clone` to branch."""
 
-    __slots__ = (
-        "T",
-        "active",
-        "bag",
-        "board_coin",
-        "center",
-        "center_deck",
-        "coins",
-        "config",
-        "constructs",
-        "crew",
-        "decision",
-        "decks",
-        "discards",
-        "ending",
-        "first",
-        "flags",
-        "ghost",
-        "ghost_hit",
-        "hands",
-        "kraken",
-        "kraken_coins",
-        "moved",
-        "n",
-        "ongoing",
-        "out",
-        "over",
-        "piles",
-        "played",
-        "pool",
-        "power",
-        "rng",
-        "runes",
-        "ship",
-        "stack",
-        "tokens",
-        "treasures",
-        "turn",
-        "under",
-        "unite_done",
-        "used",
-        "void",
-    )  # fmt: skip
+    __slots__ = FIELDS
 
     T: Tables
     config: GameConfig
@@ -184,7 +189,7 @@ class State:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, State):
             return NotImplemented
-        return all(getattr(self, k) == getattr(other, k) for k in State.__slots__ if k != "T") and (
+        return all(getattr(self, k) == getattr(other, k) for k in FIELDS if k != "T") and (
             self.T.catalog.fingerprint == other.T.catalog.fingerprint
         )
 

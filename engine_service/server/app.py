@@ -13,6 +13,7 @@ from typing import Any
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
+from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2
 from engine_service.server.analysis import Analyses
 from engine_service.server.config import Settings
@@ -231,7 +232,7 @@ async def serve(
     else:
         print(
             f"ascension-engine listening on {address} (store: {store.kind}, AI dispatch: "
-            f"{dispatcher.name}, {metrics_where})",
+            f"{dispatcher.name}, {metrics_where}, rules: {rules.BUILD})",
             flush=True,
         )
     where = redacted(settings.redis_url) if settings.redis_url else "in process"

@@ -44,7 +44,7 @@ from multiprocessing.connection import Connection, wait
 from types import FrameType
 from typing import Any
 
-from engine_service import telemetry
+from engine_service import rules, telemetry
 from engine_service.server.config import Settings
 
 log = logging.getLogger("ascension.engine.processes")
@@ -186,7 +186,7 @@ class _Parent:
         metrics_where = f"metrics on :{s.metrics_port}" if s.metrics_port else "metrics off"
         print(
             f"ascension-engine listening on {address} ({s.processes} processes, store: redis, "
-            f"AI dispatch: {s.dispatch_mode}, {metrics_where})",
+            f"AI dispatch: {s.dispatch_mode}, {metrics_where}, rules: {rules.BUILD})",
             flush=True,
         )
 

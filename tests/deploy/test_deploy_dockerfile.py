@@ -410,6 +410,9 @@ def test_build_context_leaves_out_the_rest() -> None:
         "engine_service/__pycache__/x.pyc",
         "ascension_engine.egg-info/PKG-INFO",
         "benchmarks/run.py",
+        "engine_service/rules/engine.cpython-311-x86_64-linux-gnu.so",  # a local build's
+        "engine_service/rules/_native.json",
+        "build/lib/engine_service/rules/view.py",
     ]:
         assert is_ignored(path), f"{path} would be sent to the builder"
 
@@ -461,7 +464,7 @@ def image_wheel(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # (setup.py compiles the rules: some 30 s of gcc)
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -483,6 +486,20 @@ def test_build_context_builds_the_package_with_its_console_scripts_and_card_data
         for name in image_wheel
     )
     assert any(name.endswith(".dist-info/entry_points.txt") for name in image_wheel)
+
+
+def test_the_image_gets_the_compiled_rules(image_wheel: set[str]) -> None:
+    """The build stage has a C compiler, so the wheel it builds holds every rules module
+    compiled, mypyc's shared library and the manifest that lets them be used (the stage
+    checks rules.BUILD too). Built here with this machine's compiler, as the stage does."""
+    manifest = "engine_service/rules/_native.json"
+    assert manifest in image_wheel
+    sources = [n for n in image_wheel if re.fullmatch(r"engine_service/rules/[^_/][^/]*\.py", n)]
+    assert len(sources) >= 10
+    for source in sources:
+        stem = source.removesuffix(".py")
+        assert any(n.startswith(stem + ".") and n.endswith(".so") for n in image_wheel), source
+    assert any(n.startswith("engine_service_rules__mypyc.") for n in image_wheel)
 
 
 @pytest.mark.parametrize("script", sorted(CONTRACT.commands))
