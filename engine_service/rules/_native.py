@@ -34,7 +34,11 @@ COMPILED, PYTHON = "compiled", "python"
 
 
 def source_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The SHA-256 of a source; "" when it cannot be read (deleted: no longer the one compiled)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def compiled_file(module: str) -> Path | None:

@@ -127,6 +127,11 @@ def test_a_source_edited_after_compiling_is_run_as_python(tmp_path: Path) -> Non
     build, engine_file = json.loads(out.stdout)
     assert build == "python" and engine_file == str(copy / "engine_service/rules/engine.py")
     assert "scoring changed since they were compiled" in out.stderr
+    (copy / "engine_service" / "rules" / "scenario.py").unlink()  # a source gone: the same
+    out = run(WHICH, path=copy)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)[0] == "python"
+    assert "scenario, scoring changed since they were compiled" in out.stderr
 
 
 @needs_compiled
