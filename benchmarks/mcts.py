@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import ai_workers.bots as bots
 from ai_workers.bots import BotSettings
 from ai_workers.bots.ismcts import search
 from ai_workers.bots.knowledge import knowledge
@@ -106,12 +107,13 @@ def main() -> None:
         "target_iterations_per_s": TARGET,
         "meets_target": ips >= TARGET,
         "rules_build": rules.BUILD,
+        "search_build": bots.BUILD,
         "per_position": [asdict(r) for r in rows],
     }
     if args.json:
         print(json.dumps(summary))
     else:
-        print(f"\nISMCTS ({rules.BUILD} rules): {ips:.0f} iterations/s over {len(rows)} positions "
+        print(f"\nISMCTS ({rules.BUILD} rules, {bots.BUILD} search): {ips:.0f} iterations/s over {len(rows)} positions "
               f"(median {summary['median_iterations_per_s']:.0f}, min {summary['min_iterations_per_s']:.0f}; "
               f"target {TARGET:.0f}: {'met' if ips >= TARGET else 'NOT met'})")  # fmt: skip
 

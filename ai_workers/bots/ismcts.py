@@ -94,6 +94,11 @@ class SearchOptions:
         if not 1 <= self.workers <= 64 or (self.reuse and self.workers > 1):
             raise ValueError("workers must be 1..64, and 1 with reuse")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (for root parallelism's processes: compiled by mypyc, a frozen dataclass would be
+        # unpickled by setting its fields, which frozen forbids)
+        return (SearchOptions, tuple(getattr(self, f) for f in self.__dataclass_fields__))
+
 
 DEFAULT_OPTIONS = SearchOptions()
 

@@ -9,6 +9,7 @@ defeating it yields.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from engine_service.cards import language as L
 from engine_service.rules.effects import I_FREE
@@ -21,13 +22,14 @@ RESOURCE_R = (1.0, 1.0, CREW_R, HONOR_R, 1.4, 0.3)  # runes, power, crew, honor,
 TRIGGER_RATE = 0.5  # how often a triggered ability fires, per turn
 
 
-def op_value(op: tuple[int, ...]) -> float:
-    """Static value of one compiled effect step, in R."""
+def op_value(op: tuple[Any, ...]) -> float:
+    """Static value of one compiled effect step, in R (a step holds ints, and a choice's or a
+    condition's steps: tuples)."""
     code = op[0]
     if code == L.OP_GAIN:
-        return RESOURCE_R[op[1]] * op[2]
+        return float(RESOURCE_R[op[1]] * op[2])
     if code == L.OP_RAID:
-        return 0.6 * op[1]
+        return float(0.6 * op[1])
     if code == L.OP_PULL:
         return 0.2
     if code == L.OP_BANISH:
@@ -35,7 +37,7 @@ def op_value(op: tuple[int, ...]) -> float:
     if code == L.OP_EACH_BANISH:
         return 0.3
     if code == L.OP_COIN:
-        return COIN_R * op[1]
+        return float(COIN_R * op[1])
     if code == L.OP_GHOST:
         return 0.1
     if code == L.OP_ACQUIRE_FREE:
@@ -49,9 +51,9 @@ def op_value(op: tuple[int, ...]) -> float:
     if code == L.OP_SKIPPER:
         return 2.0
     if code == L.OP_CHOOSE:
-        return max(op_value(o) for o in op[1:])  # type: ignore[arg-type]
+        return max(op_value(o) for o in op[1:])
     if code == L.OP_IF:
-        return 0.4 * op_value(op[3])  # type: ignore[arg-type]
+        return 0.4 * op_value(op[3])
     if code == I_FREE:
         return 2.5
     return 0.0

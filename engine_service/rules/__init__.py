@@ -9,12 +9,15 @@ No I/O, no clock, no global RNG. Typical use::
         events = rules.apply(s, a)
 
 ``BUILD`` says which build of the modules runs: ``"compiled"`` (by mypyc, see
-engine_service/_build.py) or ``"python"`` (see _native.py).
+engine_service/_build.py) or ``"python"`` (see engine_service/native.py).
 """
 
-from engine_service.rules import _native
+from pathlib import Path
 
-BUILD = _native.choose()  # before any other module of the package is imported
+from engine_service.native import CompiledPackage
+
+NATIVE = CompiledPackage(__name__, Path(__file__).resolve().parent)
+BUILD = NATIVE.choose()  # before any other module of the package is imported
 
 # ruff: noqa: E402
 

@@ -412,6 +412,8 @@ def test_build_context_leaves_out_the_rest() -> None:
         "benchmarks/run.py",
         "engine_service/rules/engine.cpython-311-x86_64-linux-gnu.so",  # a local build's
         "engine_service/rules/_native.json",
+        "ai_workers/bots/_native.json",
+        "ascension__mypyc.cpython-311-x86_64-linux-gnu.so",
         "build/lib/engine_service/rules/view.py",
     ]:
         assert is_ignored(path), f"{path} would be sent to the builder"
@@ -440,6 +442,10 @@ def build_context(destination: Path) -> int:
     return count
 
 
+# The tests that need the wheel wait for its build (the first of them, in each test process)
+WHEEL_BUILD = pytest.mark.timeout(600)
+
+
 @pytest.fixture(scope="module")
 def image_wheel(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     """What `pip install .` does in the build stage, on exactly the files the builder receives:
@@ -464,7 +470,7 @@ def image_wheel(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
         ],
         capture_output=True,
         text=True,
-        timeout=300,  # (setup.py compiles the rules: some 30 s of gcc)
+        timeout=560,  # (the build compiles the rules and the search: 1-2 min of gcc here)
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -478,6 +484,7 @@ def image_wheel(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     return names
 
 
+@WHEEL_BUILD
 def test_build_context_builds_the_package_with_its_console_scripts_and_card_data(
     image_wheel: set[str],
 ) -> None:
@@ -488,18 +495,20 @@ def test_build_context_builds_the_package_with_its_console_scripts_and_card_data
     assert any(name.endswith(".dist-info/entry_points.txt") for name in image_wheel)
 
 
-def test_the_image_gets_the_compiled_rules(image_wheel: set[str]) -> None:
-    """The build stage has a C compiler, so the wheel it builds holds every rules module
-    compiled, mypyc's shared library and the manifest that lets them be used (the stage
-    checks rules.BUILD too). Built here with this machine's compiler, as the stage does."""
-    manifest = "engine_service/rules/_native.json"
-    assert manifest in image_wheel
+@WHEEL_BUILD
+def test_the_image_gets_the_compiled_rules_and_search(image_wheel: set[str]) -> None:
+    """The build stage has a C compiler, so the wheel it builds holds every rules module and
+    the search's compiled, mypyc's shared library and the manifests that let them be used (the
+    stage checks both BUILDs too). Built here with this machine's compiler, as the stage does."""
+    assert "engine_service/rules/_native.json" in image_wheel
+    assert "ai_workers/bots/_native.json" in image_wheel
     sources = [n for n in image_wheel if re.fullmatch(r"engine_service/rules/[^_/][^/]*\.py", n)]
     assert len(sources) >= 10
+    sources += [f"ai_workers/bots/{m}.py" for m in ("ismcts", "policy", "evaluation", "sampling")]
     for source in sources:
         stem = source.removesuffix(".py")
         assert any(n.startswith(stem + ".") and n.endswith(".so") for n in image_wheel), source
-    assert any(n.startswith("engine_service_rules__mypyc.") for n in image_wheel)
+    assert any(n.startswith("ascension__mypyc.") for n in image_wheel)
 
 
 @pytest.mark.parametrize("script", sorted(CONTRACT.commands))
@@ -513,6 +522,7 @@ def test_deployed_sub_commands_exist(script: str) -> None:
         parser.parse_args(["no-such-command"])
 
 
+@WHEEL_BUILD
 @pytest.mark.parametrize("script", sorted(CONTRACT.commands))
 def test_console_script_modules_are_in_the_image(image_wheel: set[str], script: str) -> None:
     target = console_scripts()[script]

@@ -1,4 +1,4 @@
-"""The compiled rules (engine_service/_build.py, mypyc) against their Python sources (rules/_native.py).
+"""The compiled rules (engine_service/_build.py, mypyc) against their Python sources (engine_service/native.py).
 
 The compiled modules must play exactly the games the sources play, and must never be used
 once a source differs from what was compiled. Each check runs in fresh interpreters, one
@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from engine_service.rules import _native
+from engine_service import native, rules
 
 ROOT = Path(__file__).resolve().parents[2]
-GROUP = "engine_service_rules__mypyc"
+GROUP = "ascension__mypyc"
 
 needs_compiled = pytest.mark.skipif(
-    bool(_native.unavailable()),
-    reason=f"the compiled rules cannot be used here: {_native.unavailable()}",
+    bool(rules.NATIVE.unavailable()),
+    reason=f"the compiled rules cannot be used here: {rules.NATIVE.unavailable()}",
 )
 
 # Plays seeded games of every table size and set, with every seat's legal actions, their
@@ -72,9 +72,9 @@ print(json.dumps([rules.BUILD, engine.__file__]))
 def run(
     code: str, *args: str, pure: bool = False, path: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != _native.PURE_ENV}
+    env = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
     if pure:
-        env[_native.PURE_ENV] = "1"
+        env[native.PURE_ENV] = "1"
     if path is not None:
         env["PYTHONPATH"] = str(path)
     return subprocess.run(
@@ -137,17 +137,17 @@ def test_a_source_edited_after_compiling_is_run_as_python(tmp_path: Path) -> Non
 @needs_compiled
 def test_compiled_modules_without_their_manifest_are_not_used(tmp_path: Path) -> None:
     copy = _copy_of_the_package(tmp_path)
-    (copy / "engine_service" / "rules" / _native.MANIFEST).unlink()
+    (copy / "engine_service" / "rules" / native.MANIFEST).unlink()
     out = run(WHICH, path=copy)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)[0] == "python"
-    assert f"compiled modules without {_native.MANIFEST}" in out.stderr
+    assert f"compiled modules without {native.MANIFEST}" in out.stderr
 
 
 @needs_compiled
 def test_a_missing_compiled_module_means_python(tmp_path: Path) -> None:
     copy = _copy_of_the_package(tmp_path)
-    so = _native.compiled_file("view")
+    so = rules.NATIVE.compiled_file("view")
     assert so is not None
     (copy / "engine_service" / "rules" / so.name).unlink()
     out = run(WHICH, path=copy)
