@@ -10,21 +10,14 @@ check: those tests skip, saying so (.ci/run requires the compiled build before t
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import ai_workers.bots as bots
 from engine_service import native
-
-ROOT = Path(__file__).resolve().parents[2]
-GROUP = "ascension__mypyc"
+from tests.native_builds import copy_of_the_packages, run
 
 needs_compiled = pytest.mark.skipif(
     bool(bots.NATIVE.unavailable()),
@@ -50,20 +43,6 @@ print(json.dumps([rules.BUILD, bots.BUILD, ismcts.__file__]))
 """
 
 
-def run(
-    code: str, pure: bool = False, path: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
-    if pure:
-        env[native.PURE_ENV] = "1"
-    if path is not None:
-        env["PYTHONPATH"] = str(path)
-    return subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240,
-        cwd=path or ROOT,
-    )  # fmt: skip
-
-
 @needs_compiled
 def test_compiled_and_python_searches_decide_the_same() -> None:
     compiled, python = run(SEARCHES), run(SEARCHES, pure=True)
@@ -83,22 +62,9 @@ def test_pure_python_is_chosen_by_the_environment() -> None:
     assert "RuntimeWarning" not in out.stderr  # asked for: no warning
 
 
-def _copy_of_the_packages(tmp_path: Path) -> Path:
-    """engine_service and ai_workers (sources and compiled modules) and mypyc's shared library,
-    elsewhere."""
-    spec = importlib.util.find_spec(GROUP)
-    assert spec is not None and spec.origin is not None
-    for package in ("engine_service", "ai_workers"):
-        shutil.copytree(
-            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
-    shutil.copy(spec.origin, tmp_path)
-    return tmp_path
-
-
 @needs_compiled
 def test_an_edited_search_source_is_run_as_python(tmp_path: Path) -> None:
-    copy = _copy_of_the_packages(tmp_path)
+    copy = copy_of_the_packages(tmp_path, "engine_service", "ai_workers")
     out = run(WHICH, path=copy)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)[:2] == ["compiled", "compiled"]  # the copy as built
@@ -115,7 +81,7 @@ def test_an_edited_search_source_is_run_as_python(tmp_path: Path) -> None:
 
 @needs_compiled
 def test_the_search_runs_as_python_with_python_rules(tmp_path: Path) -> None:
-    copy = _copy_of_the_packages(tmp_path)
+    copy = copy_of_the_packages(tmp_path, "engine_service", "ai_workers")
     scoring = copy / "engine_service" / "rules" / "scoring.py"
     scoring.write_text(scoring.read_text() + "\n# edited after the build\n")
     out = run(WHICH, path=copy)
@@ -126,7 +92,7 @@ def test_the_search_runs_as_python_with_python_rules(tmp_path: Path) -> None:
 
 @needs_compiled
 def test_a_search_without_its_manifest_is_not_compiled(tmp_path: Path) -> None:
-    copy = _copy_of_the_packages(tmp_path)
+    copy = copy_of_the_packages(tmp_path, "engine_service", "ai_workers")
     (copy / "ai_workers" / "bots" / native.MANIFEST).unlink()
     out = run(WHICH, path=copy)
     assert out.returncode == 0, out.stderr

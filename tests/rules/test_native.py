@@ -9,20 +9,13 @@ requires the compiled build before it runs the suite).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from engine_service import native, rules
-
-ROOT = Path(__file__).resolve().parents[2]
-GROUP = "ascension__mypyc"
+from tests.native_builds import copy_of_the_packages, run
 
 needs_compiled = pytest.mark.skipif(
     bool(rules.NATIVE.unavailable()),
@@ -69,20 +62,6 @@ print(json.dumps([rules.BUILD, engine.__file__]))
 """
 
 
-def run(
-    code: str, *args: str, pure: bool = False, path: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
-    if pure:
-        env[native.PURE_ENV] = "1"
-    if path is not None:
-        env["PYTHONPATH"] = str(path)
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=240,
-        cwd=path or ROOT,
-    )  # fmt: skip
-
-
 @needs_compiled
 def test_compiled_and_python_builds_play_the_same_games() -> None:
     compiled, python = run(PLAY, "15"), run(PLAY, "15", pure=True)
@@ -102,21 +81,9 @@ def test_pure_python_is_chosen_by_the_environment() -> None:
     assert "RuntimeWarning" not in out.stderr  # asked for: no warning
 
 
-def _copy_of_the_package(tmp_path: Path) -> Path:
-    """engine_service (sources and compiled modules) and mypyc's shared library, elsewhere."""
-    spec = importlib.util.find_spec(GROUP)
-    assert spec is not None and spec.origin is not None
-    shutil.copytree(
-        ROOT / "engine_service", tmp_path / "engine_service",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )  # fmt: skip
-    shutil.copy(spec.origin, tmp_path)
-    return tmp_path
-
-
 @needs_compiled
 def test_a_source_edited_after_compiling_is_run_as_python(tmp_path: Path) -> None:
-    copy = _copy_of_the_package(tmp_path)
+    copy = copy_of_the_packages(tmp_path, "engine_service")
     out = run(WHICH, path=copy)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)[0] == "compiled"  # the copy as built: compiled
@@ -136,7 +103,7 @@ def test_a_source_edited_after_compiling_is_run_as_python(tmp_path: Path) -> Non
 
 @needs_compiled
 def test_compiled_modules_without_their_manifest_are_not_used(tmp_path: Path) -> None:
-    copy = _copy_of_the_package(tmp_path)
+    copy = copy_of_the_packages(tmp_path, "engine_service")
     (copy / "engine_service" / "rules" / native.MANIFEST).unlink()
     out = run(WHICH, path=copy)
     assert out.returncode == 0, out.stderr
@@ -146,7 +113,7 @@ def test_compiled_modules_without_their_manifest_are_not_used(tmp_path: Path) ->
 
 @needs_compiled
 def test_a_missing_compiled_module_means_python(tmp_path: Path) -> None:
-    copy = _copy_of_the_package(tmp_path)
+    copy = copy_of_the_packages(tmp_path, "engine_service")
     so = rules.NATIVE.compiled_file("view")
     assert so is not None
     (copy / "engine_service" / "rules" / so.name).unlink()
