@@ -4,7 +4,7 @@ every iteration) with mypyc, as C extensions beside their sources.
 
 The rules are the hot path of every SubmitAction and of the search, and compiled they run
 about 1.4x faster (docs/scaling.md, "Compiled rules"); the search compiled with them (one
-library: it calls them directly) makes about 1.5x the iterations (docs/bots.md, "Search
+library: it calls them directly) makes about 1.6x the iterations (docs/bots.md, "Search
 speed"). Everything else about the package is in pyproject.toml; this is setuptools' backend
 with a ``setup()`` call of its own in place of a setup.py (the top level holds the product's
 parts only). Without a C compiler, or with ``ASCENSION_BUILD_NATIVE=0``, the package installs
@@ -25,9 +25,10 @@ from typing import Any
 from setuptools import build_meta, setup
 from setuptools.command.build_ext import build_ext
 
+from engine_service.native import MANIFEST  # (stdlib only: importable while building)
+
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = "ascension__mypyc"  # mypyc's shared library of the compiled modules
-MANIFEST = "_native.json"  # in each package (engine_service/native.py reads it)
 # The packages' compiled modules: every module of the rules but the package's __init__ (it
 # chooses the build when imported), and the search's (the bots' other modules decide in well
 # under a millisecond, or run searches in other processes).
@@ -35,7 +36,15 @@ PACKAGES = {
     "engine_service/rules": sorted(
         p.stem for p in (ROOT / "engine_service/rules").glob("[!_]*.py")
     ),
-    "ai_workers/bots": ["evaluation", "expert", "ismcts", "knowledge", "policy", "sampling", "seeding"],
+    "ai_workers/bots": [
+        "evaluation",
+        "expert",
+        "ismcts",
+        "knowledge",
+        "policy",
+        "sampling",
+        "seeding",
+    ],
 }
 SOURCES = [f"{package}/{m}.py" for package, modules in PACKAGES.items() for m in modules]
 

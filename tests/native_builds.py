@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from engine_service import native
+from engine_service._build import GROUP  # mypyc's shared library of the compiled modules
 
 ROOT = Path(__file__).resolve().parents[1]
-GROUP = "ascension__mypyc"  # mypyc's shared library of the compiled modules (_build.py)
 
 
 def run(

@@ -1,7 +1,7 @@
 """Bots: ``random``, ``heuristic``, ``ismcts`` and any plugin of the ``ascension.bots`` group.
 
 ``BUILD`` says which build of the search's modules runs (ISMCTS, its policy, evaluation and
-sampling): ``"compiled"`` (with the rules, by mypyc: engine_service/_build.py) or ``"python"``
+sampling, and the expert bot; engine_service/_build.py lists them): ``"compiled"`` (with the rules, by mypyc: engine_service/_build.py) or ``"python"``
 (engine_service/native.py).
 """
 
