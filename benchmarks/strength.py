@@ -20,12 +20,19 @@ in one run meet the same deals at the same time, so machine load weighs on them 
 
     python benchmarks/strength.py [--players N] [--bots A,B,...] [--vs B | --all-pairs]
         [--games G] [--budget-ms MS] [--sets ss|cotgi|both] [--workers W] [--seed S]
-        [--exploration C] [--max-minutes M] [--json]
+        [--exploration C] [--replays R] [--max-minutes M] [--json]
 
 By default the bots play a ladder (each against the next in ``--bots``): ismcts vs heuristic
 and heuristic vs random, 300 games each at 100 ms per decision. ``--games`` is per pair and
 rounded up to whole deals (a multiple of N). ``--max-minutes`` stops taking new games after
 that long; only deals finished from every seat by every pair are counted.
+
+``--replays R`` plays every game R times with other bot seeds (the same deal and seat, other
+searches) and reports how A's losses spread over the (deal, seat) positions: how many were
+lost in 0, 1, ..., R of their replays, and the share of all losses that fell in positions lost
+in most replays. Losses spread thinly are the bot's slips; losses gathered in a few positions
+are deals that play against that seat, or that the bot misplays every time (play those
+positions with other bots to tell which).
 """
 
 from __future__ import annotations
@@ -63,6 +70,28 @@ def target(a: BotSpec, b: BotSpec, players: int, budget_ms: int) -> float | None
     elif players in (3, 4) and pair == ("ismcts", "heuristic") and ms >= 100:
         return 2.0 / players
     return None
+
+
+def loss_spread(rs: list[Result], replays: int) -> dict[str, Any]:
+    """How A's losses spread over (deal, seat) positions played ``replays`` times each."""
+    lost: dict[tuple[int, int], list[bool]] = {}
+    for j, g in rs:
+        lost.setdefault((j.seed, j.a_seat), []).append(g.winner != j.a_seat)
+    histogram = [0] * (replays + 1)
+    losses = in_most = 0
+    for outcomes in lost.values():
+        k = sum(outcomes)
+        histogram[min(k, replays)] += 1
+        losses += k
+        if 2 * k > len(outcomes):
+            in_most += k
+    return {
+        "replays": replays,
+        "positions": len(lost),
+        "positions_by_losses": histogram,  # [lost in 0 replays, 1, ..., all]
+        "losses": losses,
+        "share_of_losses_in_positions_mostly_lost": in_most / losses if losses else 0.0,
+    }
 
 
 def summarize(
@@ -106,6 +135,9 @@ def summarize(
             "mean_iterations_per_search_a": it / max(1, sum(x.searches for x in st)),
             "target": tgt, "meets_target": None if tgt is None else lo >= tgt,
         })  # fmt: skip
+        replays = getattr(args, "replays", 1)
+        if replays > 1:
+            out[-1]["loss_spread"] = loss_spread(rs, replays)
     return out
 
 
@@ -131,6 +163,13 @@ def print_table(rows: list[dict[str, Any]], args: argparse.Namespace, elapsed: f
         print(f"  {r['a']} vs {r['b']}: wins by turn order (1st, 2nd, ...) {pos}; mean margin "
               f"{r['mean_margin_a']:+.1f} Honor; {r['mean_turns']:.1f} turns; "
               f"{r['mean_think_ms_a']:.1f} ms per decision")  # fmt: skip
+        spread = r.get("loss_spread")
+        if spread:
+            counts = ", ".join(f"{k}: {c}" for k, c in enumerate(spread["positions_by_losses"]))
+            print(f"  {r['a']} vs {r['b']}: {spread['positions']} (deal, seat) positions by "
+                  f"losses in {spread['replays']} replays: {counts}; "
+                  f"{spread['share_of_losses_in_positions_mostly_lost']:.0%} of the "
+                  f"{spread['losses']} losses in positions lost in most replays")  # fmt: skip
 
 
 def main() -> None:
@@ -147,10 +186,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes")
     ap.add_argument("--seed", type=int, default=1, help="first deal's seed")
     ap.add_argument("--exploration", type=float, default=DEFAULT_EXPLORATION, help="UCT constant")
+    ap.add_argument("--replays", type=int, default=1,
+                    help="play every game R times with other bot seeds (see above)")  # fmt: skip
     ap.add_argument("--max-minutes", type=float, default=0.0, help="stop taking games after this")
     ap.add_argument("--progress-s", type=float, default=60.0, help="seconds between progress lines")
     ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     args = ap.parse_args()
+    if args.replays < 1:
+        ap.error("--replays must be at least 1")
     if args.players > 4 and args.sets == "ss":
         ap.error("5-6 players need Curse of the Golden Isles (--sets cotgi or both)")
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
@@ -166,7 +209,8 @@ def main() -> None:
         pairs = list(itertools.pairwise(bots))
     deals = max(1, -(-args.games // args.players))
     todo = matches(pairs, deals, players=args.players, first_seed=args.seed, sets=args.sets,
-                   budget_ms=args.budget_ms, exploration=args.exploration)  # fmt: skip
+                   budget_ms=args.budget_ms, exploration=args.exploration,
+                   replays=args.replays)  # fmt: skip
 
     def brief(results: list[Result]) -> str:
         return "; ".join(f"{r['a']}: {r['wins_a']}/{r['games']}"
@@ -182,10 +226,11 @@ def main() -> None:
         print(json.dumps({
             "benchmark": "strength", "players": args.players, "sets": args.sets,
             "budget_ms": args.budget_ms, "exploration": args.exploration, "deals": deals,
-            "first_seed": args.seed, "workers": args.workers, "elapsed_s": round(elapsed, 1),
+            "first_seed": args.seed, "replays": args.replays, "workers": args.workers, "elapsed_s": round(elapsed, 1),
             "pairs": rows,
-            "games": [{"a": j.a, "b": j.b, "a_seat": j.a_seat, **asdict(g)}
-                      for j, g in sorted(results, key=lambda r: (r[0].a, r[0].b, r[0].seed, r[0].a_seat))],
+            "games": [{"a": j.a, "b": j.b, "a_seat": j.a_seat, "replay": j.replay, **asdict(g)}
+                      for j, g in sorted(results, key=lambda r: (r[0].a, r[0].b, r[0].seed, r[0].a_seat,
+                                                                 r[0].replay))],
         }))  # fmt: skip
 
 

@@ -98,7 +98,10 @@ def play_game(
     sets: str = "both",
     budget_ms: int = 100,
     exploration: float = DEFAULT_EXPLORATION,
+    replay: int = 0,
 ) -> GameRecord:
+    """One game of the deal ``seed``; ``replay`` > 0 gives the bots other seeds (the same deal
+    played again by other searches)."""
     n = len(specs)
     bots = [make_bot(sp) for sp in specs]
     settings = [
@@ -106,7 +109,7 @@ def play_game(
             name=sp.name,
             iterations=sp.iterations,
             time_ms=0 if sp.iterations else sp.time_ms if sp.time_ms is not None else budget_ms,
-            seed=seed * 8 + q,
+            seed=seed * 8 + q + (replay << 40),
             exploration=exploration,
         )
         for q, sp in enumerate(specs)
@@ -168,6 +171,7 @@ class Match:
     sets: str = "both"
     budget_ms: int = 100
     exploration: float = DEFAULT_EXPLORATION
+    replay: int = 0  # > 0: the same game with other bot seeds
 
 
 Result = tuple[Match, GameRecord]
@@ -176,7 +180,7 @@ Result = tuple[Match, GameRecord]
 def play_match(m: Match) -> Result:
     specs = [parse_spec(m.b)] * m.players
     specs[m.a_seat] = parse_spec(m.a)
-    return m, play_game(specs, m.seed, m.sets, m.budget_ms, m.exploration)
+    return m, play_game(specs, m.seed, m.sets, m.budget_ms, m.exploration, m.replay)
 
 
 def matches(
@@ -188,14 +192,17 @@ def matches(
     sets: str = "both",
     budget_ms: int = 100,
     exploration: float = DEFAULT_EXPLORATION,
+    replays: int = 1,
 ) -> list[Match]:
-    """Deal by deal, every pair and every seat of a deal together, so that a run stopped early
-    has played every pair on the same deals from every seat."""
+    """Deal by deal, every pair and every seat of a deal together (``replays`` times each,
+    with other bot seeds), so that a run stopped early has played every pair on the same
+    deals from every seat."""
     return [
-        Match(a, b, first_seed + k, seat, players, sets, budget_ms, exploration)
+        Match(a, b, first_seed + k, seat, players, sets, budget_ms, exploration, r)
         for k in range(deals)
         for a, b in pairs
         for seat in range(players)
+        for r in range(replays)
     ]
 
 

@@ -66,3 +66,43 @@ def test_two_player_targets() -> None:
     assert mod.target(spec("ismcts@1s"), spec("heuristic"), 2, 100) == 0.95
     assert mod.target(spec("expert"), spec("heuristic"), 2, 100) == 0.60
     assert mod.target(spec("ismcts"), spec("heuristic"), 5, 100) is None
+
+
+def test_replays_report_how_losses_spread_over_deal_and_seat() -> None:
+    mod = _strength()
+    replays = 3
+    rs: list[Result] = []
+    # deal 0 seat 0 lost every replay, deal 0 seat 1 once, deal 1 never, deal 1 seat 1 twice
+    lost = {(0, 0): {0, 1, 2}, (0, 1): {2}, (1, 0): set(), (1, 1): {0, 1}}
+    stats = tuple(SeatStats(5, 0.5, 2, 1000, 0.4) for _ in range(2))
+    for (d, seat), losing in lost.items():
+        for r in range(replays):
+            winner = 1 - seat if r in losing else seat
+            g = GameRecord(100 + d, ("x", "x"), 0, winner, (30, 20), 20, stats)
+            rs.append((Match("ismcts", "heuristic", 100 + d, seat, 2, replay=r), g))
+    args = argparse.Namespace(players=2, budget_ms=100, replays=replays)
+    (row,) = json.loads(json.dumps(mod.summarize([("ismcts", "heuristic")], rs, args)))
+    spread = row["loss_spread"]
+    assert spread["positions"] == 4 and spread["losses"] == 6
+    assert spread["positions_by_losses"] == [1, 1, 1, 1]
+    assert spread["share_of_losses_in_positions_mostly_lost"] == pytest.approx(5 / 6)
+    without = mod.summarize(
+        [("ismcts", "heuristic")], rs, argparse.Namespace(players=2, budget_ms=100)
+    )
+    assert "loss_spread" not in without[0]
+
+
+def test_replays_play_the_same_deal_with_other_bot_seeds() -> None:
+    from ai_workers.bots.arena import matches, play_match
+
+    todo = matches([("random", "heuristic")], 1, first_seed=7, replays=2)
+    assert [(m.seed, m.a_seat, m.replay) for m in todo] == [
+        (7, 0, 0),
+        (7, 0, 1),
+        (7, 1, 0),
+        (7, 1, 1),
+    ]
+    first, again, other = play_match(todo[0])[1], play_match(todo[0])[1], play_match(todo[1])[1]
+    # a replay is a seed: the same one plays the same game (but for the time it took)
+    assert (first.winner, first.scores, first.turns) == (again.winner, again.scores, again.turns)
+    assert (first.scores, first.turns) != (other.scores, other.turns)  # another seed, another game
