@@ -81,7 +81,7 @@ def loss_spread(rs: list[Result], replays: int) -> dict[str, Any]:
     losses = in_most = 0
     for outcomes in lost.values():
         k = sum(outcomes)
-        histogram[min(k, replays)] += 1
+        histogram[k] += 1
         losses += k
         if 2 * k > len(outcomes):
             in_most += k
@@ -135,9 +135,8 @@ def summarize(
             "mean_iterations_per_search_a": it / max(1, sum(x.searches for x in st)),
             "target": tgt, "meets_target": None if tgt is None else lo >= tgt,
         })  # fmt: skip
-        replays = getattr(args, "replays", 1)
-        if replays > 1:
-            out[-1]["loss_spread"] = loss_spread(rs, replays)
+        if args.replays > 1:
+            out[-1]["loss_spread"] = loss_spread(rs, args.replays)
     return out
 
 

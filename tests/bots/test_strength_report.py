@@ -43,7 +43,7 @@ def test_pairs_keep_win_rate_fair_share_and_interval(players: int) -> None:
     mod = _strength()
     deals = 10
     wins = {(d, s) for d in range(deals) for s in range(players) if (d + s) % 2 == 0}
-    args = argparse.Namespace(players=players, budget_ms=100)
+    args = argparse.Namespace(players=players, budget_ms=100, replays=1)
     rows = mod.summarize([("ismcts", "heuristic")], _games(players, deals, wins), args)
     (row,) = json.loads(json.dumps(rows))  # what --json prints under "pairs"
     games = deals * players
@@ -87,7 +87,7 @@ def test_replays_report_how_losses_spread_over_deal_and_seat() -> None:
     assert spread["positions_by_losses"] == [1, 1, 1, 1]
     assert spread["share_of_losses_in_positions_mostly_lost"] == pytest.approx(5 / 6)
     without = mod.summarize(
-        [("ismcts", "heuristic")], rs, argparse.Namespace(players=2, budget_ms=100)
+        [("ismcts", "heuristic")], rs, argparse.Namespace(players=2, budget_ms=100, replays=1)
     )
     assert "loss_spread" not in without[0]
 
