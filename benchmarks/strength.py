@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import sys
 import time
@@ -94,6 +95,42 @@ def loss_spread(rs: list[Result], replays: int) -> dict[str, Any]:
     }
 
 
+def sign_test(gained: int, lost: int) -> float:
+    """Two-sided p-value of ``gained`` against ``lost`` if either were as likely (exact)."""
+    n = gained + lost
+    if n == 0:
+        return 1.0
+    k = min(gained, lost)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
+    return min(1.0, 2.0 * tail)
+
+
+def paired(pairs: list[tuple[str, str]], results: list[Result]) -> list[dict[str, Any]]:
+    """Each variant against the first bot that met the same opponent, game by game: the same
+    deal, seat and replay (so the same cards), where one won and the other did not."""
+    games: dict[tuple[str, str], dict[tuple[int, int, int], tuple[bool, float]]] = {}
+    for j, g in results:
+        me = j.a_seat
+        margin = g.scores[me] - max(v for q, v in enumerate(g.scores) if q != me)
+        games.setdefault((j.a, j.b), {})[(j.seed, me, j.replay)] = (g.winner == me, margin)
+    out: list[dict[str, Any]] = []
+    for i, (a, b) in enumerate(pairs):
+        base = next((x for x, y in pairs[:i] if y == b), None)
+        if base is None:
+            continue
+        mine, theirs = games.get((a, b), {}), games.get((base, b), {})
+        both = sorted(set(mine) & set(theirs))
+        gained = sum(mine[k][0] and not theirs[k][0] for k in both)
+        lost = sum(theirs[k][0] and not mine[k][0] for k in both)
+        diff = sum(mine[k][1] - theirs[k][1] for k in both)
+        out.append({
+            "a": a, "baseline": base, "b": b, "games": len(both), "gained": gained, "lost": lost,
+            "p_value": sign_test(gained, lost),
+            "mean_margin_gain": diff / len(both) if both else 0.0,
+        })  # fmt: skip
+    return out
+
+
 def summarize(
     pairs: list[tuple[str, str]], results: list[Result], args: argparse.Namespace
 ) -> list[dict[str, Any]]:
@@ -140,7 +177,12 @@ def summarize(
     return out
 
 
-def print_table(rows: list[dict[str, Any]], args: argparse.Namespace, elapsed: float) -> None:
+def print_table(
+    rows: list[dict[str, Any]],
+    args: argparse.Namespace,
+    elapsed: float,
+    pairings: list[dict[str, Any]],
+) -> None:
     n = args.players
     print(f"\nStrength: {n} players, sets {args.sets}, {args.budget_ms} ms per decision unless "
           f"the spec says, deals from seed {args.seed}, each from every seat; "
@@ -169,6 +211,10 @@ def print_table(rows: list[dict[str, Any]], args: argparse.Namespace, elapsed: f
                   f"losses in {spread['replays']} replays: {counts}; "
                   f"{spread['share_of_losses_in_positions_mostly_lost']:.0%} of the "
                   f"{spread['losses']} losses in positions lost in most replays")  # fmt: skip
+    for p in pairings:
+        print(f"  {p['a']} against {p['baseline']} on the same {p['games']} games vs {p['b']}: "
+              f"won {p['gained']} it lost, lost {p['lost']} it won (sign test p = "
+              f"{p['p_value']:.3f}); margin {p['mean_margin_gain']:+.2f} Honor a game")  # fmt: skip
 
 
 def main() -> None:
@@ -220,13 +266,14 @@ def main() -> None:
                           progress_s=args.progress_s, progress=brief)  # fmt: skip
     elapsed = time.time() - t0
     rows = summarize(pairs, results, args)
-    print_table(rows, args, elapsed)
+    pairings = paired(pairs, results)
+    print_table(rows, args, elapsed, pairings)
     if args.json:
         print(json.dumps({
             "benchmark": "strength", "players": args.players, "sets": args.sets,
             "budget_ms": args.budget_ms, "exploration": args.exploration, "deals": deals,
             "first_seed": args.seed, "replays": args.replays, "workers": args.workers, "elapsed_s": round(elapsed, 1),
-            "pairs": rows,
+            "pairs": rows, "paired": pairings,
             "games": [{"a": j.a, "b": j.b, "a_seat": j.a_seat, "replay": j.replay, **asdict(g)}
                       for j, g in sorted(results, key=lambda r: (r[0].a, r[0].b, r[0].seed, r[0].a_seat,
                                                                  r[0].replay))],

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ai_workers.bots.knowledge import Knowledge
+from ai_workers.bots.knowledge import CREW_R, HONOR_R, Knowledge
 from engine_service.rules.scoring import end_text_honor, winner
 from engine_service.rules.state import State
 
@@ -200,4 +200,47 @@ def evaluate(
         e = [math.exp(max(-30.0, x - top)) for x in u]
         z = sum(e)
         return [x / z for x in e]
+    return [_sigmoid(u[q] - max(u[o] for o in range(n) if o != q)) for q in range(n)]
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """The ``projection`` evaluation: each seat's Honor at the end of the game, projected.
+
+    A seat's projection is what it holds (Honor, Crew) plus what its deck and Constructs will
+    yield over the turns it still plays, in the policy's exchange rates (``HONOR_R`` Runes or
+    Power per Honor, ``econ`` for the discount of future resources); its chance of winning is
+    the logistic of its lead over the best other seat, at a scale that moves linearly from
+    ``scale_start`` (Honor pool full) to ``scale_end`` (empty). Four numbers, fitted to
+    heuristic self-play (docs/bots.md); the ``lead`` evaluation's twelve weights move with
+    the pool instead."""
+
+    econ: float = 0.6
+    scale_start: float = 0.054
+    scale_end: float = 0.119
+    next_to_play: float = 0.44
+
+
+PROJECTION = Projection()
+
+
+def projected(s: State, q: int, st: SeatStats, econ: float) -> float:
+    """Seat ``q``'s resources at the end of the game, in Runes: Honor and Crew held, plus its
+    deck's plays and its Constructs' yields over its remaining turns (Constructs still in its
+    deck once they are drawn: a tenth of the deck per turn, as the policy reckons)."""
+    rem = seat_turns_left(s, q)
+    future = rem * (5.0 * st.avg_play + st.turn_sum) + st.pending * max(0.0, rem - st.size / 10)
+    return HONOR_R * st.honor + CREW_R * min(s.crew[q], 9) + econ * future
+
+
+def evaluate_projection(s: State, K: Knowledge, p: Projection = PROJECTION) -> list[float]:
+    """Rewards in [0, 1], one per seat, from projected Honor (see :class:`Projection`); a
+    finished game is scored as :func:`evaluate` scores it."""
+    if s.over:
+        return evaluate(s, K)
+    n = s.n
+    f = pool_left(s)
+    k = p.scale_start * f + p.scale_end * (1.0 - f)
+    u = [k * projected(s, q, seat_stats(s, q, K), p.econ) for q in range(n)]
+    u[s.active] += p.next_to_play
     return [_sigmoid(u[q] - max(u[o] for o in range(n) if o != q)) for q in range(n)]

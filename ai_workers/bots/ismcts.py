@@ -45,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ai_workers.bots.evaluation import WEIGHT_SETS, evaluate
+from ai_workers.bots.evaluation import WEIGHT_SETS, evaluate, evaluate_projection
 from ai_workers.bots.knowledge import Knowledge, knowledge
 from ai_workers.bots.policy import best_action, forced_action, rollout_action
 from ai_workers.bots.sampling import sample
@@ -63,6 +63,7 @@ HORIZON_TURNS = 2  # the current turn and the next seat's: what it leaves to the
 SEAT_SHIFT = 24  # a child's key: action | seat << SEAT_SHIFT (action ids are below 2**21)
 END_TURN = A.END_TURN << 16
 BACKUPS = ("maxn", "paranoid")
+EVALUATIONS = ("lead", "softmax", "projection")
 KEPT_TREES = 32  # trees kept for reuse by one bot instance (one per game seat in progress)
 
 
@@ -77,7 +78,9 @@ class SearchOptions:
     horizon_turns: int = HORIZON_TURNS
     tree_turns: int = HORIZON_TURNS  # turns the tree covers; later ones are rollout only
     rollout_eps: float = ROLLOUT_EPS
-    evaluation: str = "lead"  # "lead" (logistic of the lead) or "softmax" (shares that sum to 1)
+    # "lead" (logistic of the lead), "softmax" (shares that sum to 1) or "projection"
+    # (logistic of the lead in projected end-of-game Honor: evaluation.Projection)
+    evaluation: str = "lead"
     fast: bool = True  # sample only the top of the center deck; play cards without listing
     weights: str = "heuristic"  # the evaluation's weight set (evaluation.WEIGHT_SETS)
     workers: int = 1  # processes searching each decision (root parallelism: root_parallel.py)
@@ -85,8 +88,8 @@ class SearchOptions:
     def __post_init__(self) -> None:
         if self.backup not in BACKUPS:
             raise ValueError(f"backup must be one of {BACKUPS}, got {self.backup!r}")
-        if self.evaluation not in ("lead", "softmax"):
-            raise ValueError(f"evaluation must be 'lead' or 'softmax', got {self.evaluation!r}")
+        if self.evaluation not in EVALUATIONS:
+            raise ValueError(f"evaluation must be one of {EVALUATIONS}, got {self.evaluation!r}")
         if self.weights not in WEIGHT_SETS:
             raise ValueError(f"weights must be one of {sorted(WEIGHT_SETS)}, got {self.weights!r}")
         if self.widening < 0 or self.horizon_turns < 1 or self.tree_turns < 1:
@@ -178,6 +181,7 @@ def search(
     tree_stop = view.state.turn + min(options.tree_turns, options.horizon_turns)
     paranoid = options.backup == "paranoid"
     softmax = options.evaluation == "softmax"
+    project = options.evaluation == "projection"
     weights = WEIGHT_SETS[options.weights]
     widen = options.widening
     widen_exp = options.widening_exp
@@ -274,7 +278,7 @@ def search(
                 continue
             acts = legal_actions(s)
             apply_unchecked(s, rollout_action(s, acts, K, rnd, eps))
-        r = evaluate(s, K, softmax, weights)
+        r = evaluate_projection(s, K) if project else evaluate(s, K, softmax, weights)
         visits[root] += 1
         if paranoid:
             mine = r[me]

@@ -3,18 +3,23 @@ service uses, and the benchmarks' bot specs."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
 from ai_workers.bots import BotSettings
 from ai_workers.bots.arena import parse_spec, play_game
 from ai_workers.bots.evaluation import (
+    PROJECTION,
     WEIGHT_SETS,
     Weights,
     deck_play,
     evaluate,
+    evaluate_projection,
     hand_value,
+    projected,
     scores_linear,
     seat_stats,
     seat_turns_left,
@@ -22,7 +27,8 @@ from ai_workers.bots.evaluation import (
 )
 from ai_workers.bots.fit_eval import FIELDS, self_play
 from ai_workers.bots.ismcts import ISMCTSBot, SearchOptions, analyse, parse_options, search
-from ai_workers.bots.knowledge import knowledge
+from ai_workers.bots.knowledge import HONOR_R, knowledge
+from ai_workers.bots.policy import rollout_action
 from engine_service import rules
 from engine_service.rules import actions as A
 from tests.ai.positions import mid_game_states
@@ -216,3 +222,43 @@ def test_the_policys_deck_figures_are_the_evaluations() -> None:
             rules.apply(s, rules.legal_actions(s)[-1])
             seen += 1
         seen = 0
+
+
+def test_the_projection_evaluation_prices_honor_and_future_yield() -> None:
+    assert parse_options({"evaluation": "projection"}).evaluation == "projection"
+    with pytest.raises(ValueError, match="evaluation must be one of"):
+        SearchOptions(evaluation="nnue")
+    for s in mid_game_states(6):
+        K = knowledge(s.T)
+        r = evaluate_projection(s, K)
+        assert all(0.0 <= x <= 1.0 for x in r)
+        if s.n == 2:  # the logistic of a lead and of its opposite
+            assert r[0] + r[1] == pytest.approx(1.0)
+        q = (s.active + 1) % s.n
+        st = seat_stats(s, q, K)
+        base = projected(s, q, st, PROJECTION.econ)
+        richer = replace(st, honor=st.honor + 3)
+        assert projected(s, q, richer, PROJECTION.econ) == pytest.approx(base + 3 * HONOR_R)
+        # a Construct in play yields over every turn the seat has left, at the policy's rate
+        stronger = replace(st, turn_sum=st.turn_sum + 2.0)
+        rem = seat_turns_left(s, q)
+        assert projected(s, q, stronger, PROJECTION.econ) == pytest.approx(
+            base + PROJECTION.econ * rem * 2.0
+        )
+        s.tokens[q] += 10  # ten more Honor: that seat's chance rises, every other's falls
+        after = evaluate_projection(s, K)
+        assert after[q] > r[q]
+        assert all(after[o] < r[o] for o in range(s.n) if o != q)
+    s = mid_game_states(1)[0]
+    legal = rules.legal_actions(s)
+    res = search(rules.view(s, s.to_move()), legal, FEW, SearchOptions(evaluation="projection"))
+    assert res.action in legal and res.iterations == 60
+
+
+def test_a_finished_game_is_scored_alike_by_every_evaluation() -> None:
+    s = rules.new_game(rules.GameConfig(sets="ss", players=3, seed=5))
+    K = knowledge(s.T)
+    rnd = random.Random(5)
+    while not s.over:
+        rules.apply(s, rollout_action(s, rules.legal_actions(s), K, rnd, 0.1))
+    assert evaluate_projection(s, K) == evaluate(s, K)

@@ -106,3 +106,26 @@ def test_replays_play_the_same_deal_with_other_bot_seeds() -> None:
     # a replay is a seed: the same one plays the same game (but for the time it took)
     assert (first.winner, first.scores, first.turns) == (again.winner, again.scores, again.turns)
     assert (first.scores, first.turns) != (other.scores, other.turns)  # another seed, another game
+
+
+def test_variants_are_compared_game_by_game_on_the_same_deals() -> None:
+    mod = _strength()
+    stats = tuple(SeatStats(5, 0.5, 2, 1000, 0.4) for _ in range(2))
+    won = {  # (deal, seat) -> won by the baseline, by the variant
+        (0, 0): (True, True), (0, 1): (False, True), (1, 0): (False, True),
+        (1, 1): (True, False), (2, 0): (False, False), (2, 1): (False, True),
+    }  # fmt: skip
+    rs: list[Result] = []
+    for (d, seat), outcome in won.items():
+        for bot, w in zip(("ismcts", "ismcts:x=1"), outcome, strict=True):
+            scores = (30, 20) if (w == (seat == 0)) else (20, 30)
+            g = GameRecord(100 + d, ("x", "x"), 0, seat if w else 1 - seat, scores, 20, stats)
+            rs.append((Match(bot, "heuristic", 100 + d, seat, 2), g))
+    rs.append((Match("random", "expert", 100, 0, 2), rs[0][1]))  # another opponent: no baseline
+    pairs = [("ismcts", "heuristic"), ("ismcts:x=1", "heuristic"), ("random", "expert")]
+    (p,) = json.loads(json.dumps(mod.paired(pairs, rs)))
+    assert (p["a"], p["baseline"], p["b"], p["games"]) == ("ismcts:x=1", "ismcts", "heuristic", 6)
+    assert (p["gained"], p["lost"]) == (3, 1)
+    assert p["p_value"] == pytest.approx(2 * 5 / 16)  # P(at most 1 of 4) = 5/16, two-sided
+    assert p["mean_margin_gain"] == pytest.approx((3 - 1) * 20 / 6)
+    assert mod.sign_test(0, 0) == 1.0 and mod.sign_test(10, 0) == pytest.approx(2 / 1024)
