@@ -20,12 +20,15 @@ in one run meet the same deals at the same time, so machine load weighs on them 
 
     python benchmarks/strength.py [--players N] [--bots A,B,...] [--vs B | --all-pairs]
         [--games G] [--budget-ms MS] [--sets ss|cotgi|both] [--workers W] [--seed S]
-        [--exploration C] [--replays R] [--max-minutes M] [--json]
+        [--exploration C] [--replays R] [--positions P] [--max-minutes M] [--json]
 
 By default the bots play a ladder (each against the next in ``--bots``): ismcts vs heuristic
 and heuristic vs random, 300 games each at 100 ms per decision. ``--games`` is per pair and
 rounded up to whole deals (a multiple of N). ``--max-minutes`` stops taking new games after
 that long; only deals finished from every seat by every pair are counted.
+
+``--positions 31002:0,31011:0`` (or ``@FILE``) plays only those (deal, seat) positions: A in
+that seat of that deal (to screen variants on the positions a bot loses most).
 
 ``--replays R`` plays every game R times with other bot seeds (the same deal and seat, other
 searches) and reports how A's losses spread over the (deal, seat) positions: how many were
@@ -93,6 +96,21 @@ def loss_spread(rs: list[Result], replays: int) -> dict[str, Any]:
         "losses": losses,
         "share_of_losses_in_positions_mostly_lost": in_most / losses if losses else 0.0,
     }
+
+
+def parse_positions(text: str, players: int) -> set[tuple[int, int]]:
+    """``DEAL:SEAT`` positions, comma- or whitespace-separated, or ``@FILE`` of them."""
+    if text.startswith("@"):
+        text = Path(text[1:]).read_text()
+    out: set[tuple[int, int]] = set()
+    for item in text.replace(",", " ").split():
+        deal, sep, seat = item.partition(":")
+        if not sep or not deal.isdigit() or not seat.isdigit() or int(seat) >= players:
+            raise ValueError(f"--positions: {item!r} is not DEAL:SEAT with SEAT below {players}")
+        out.add((int(deal), int(seat)))
+    if not out:
+        raise ValueError("--positions names no position")
+    return out
 
 
 def sign_test(gained: int, lost: int) -> float:
@@ -233,6 +251,8 @@ def main() -> None:
     ap.add_argument("--exploration", type=float, default=DEFAULT_EXPLORATION, help="UCT constant")
     ap.add_argument("--replays", type=int, default=1,
                     help="play every game R times with other bot seeds (see above)")  # fmt: skip
+    ap.add_argument("--positions", default="",
+                    help="play only these DEAL:SEAT positions (comma-separated, or @FILE)")  # fmt: skip
     ap.add_argument("--max-minutes", type=float, default=0.0, help="stop taking games after this")
     ap.add_argument("--progress-s", type=float, default=60.0, help="seconds between progress lines")
     ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
@@ -253,9 +273,18 @@ def main() -> None:
     else:
         pairs = list(itertools.pairwise(bots))
     deals = max(1, -(-args.games // args.players))
-    todo = matches(pairs, deals, players=args.players, first_seed=args.seed, sets=args.sets,
-                   budget_ms=args.budget_ms, exploration=args.exploration,
-                   replays=args.replays)  # fmt: skip
+    kw: dict[str, Any] = dict(players=args.players, sets=args.sets, budget_ms=args.budget_ms,
+                              exploration=args.exploration, replays=args.replays)  # fmt: skip
+    if args.positions:
+        try:
+            wanted = parse_positions(args.positions, args.players)
+        except ValueError as e:
+            ap.error(str(e))
+        deals = len({d for d, _ in wanted})
+        todo = [m for d in sorted({d for d, _ in wanted})
+                for m in matches(pairs, 1, first_seed=d, **kw) if (d, m.a_seat) in wanted]  # fmt: skip
+    else:
+        todo = matches(pairs, deals, first_seed=args.seed, **kw)
 
     def brief(results: list[Result]) -> str:
         return "; ".join(f"{r['a']}: {r['wins_a']}/{r['games']}"

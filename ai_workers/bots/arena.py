@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -206,12 +207,11 @@ def matches(
     ]
 
 
-def complete_deals(results: list[Result], per_deal: int) -> list[Result]:
-    """Only the deals of which all ``per_deal`` games were played."""
-    have: dict[int, int] = {}
-    for m, _ in results:
-        have[m.seed] = have.get(m.seed, 0) + 1
-    return [(m, g) for m, g in results if have[m.seed] == per_deal]
+def complete_deals(results: list[Result], todo: list[Match]) -> list[Result]:
+    """Only the deals of which every game in ``todo`` was played."""
+    want = Counter(m.seed for m in todo)
+    have = Counter(m.seed for m, _ in results)
+    return [(m, g) for m, g in results if have[m.seed] == want[m.seed]]
 
 
 def run_matches(
@@ -249,8 +249,7 @@ def run_matches(
                 print(f"[{(now - t0) / 60:5.1f} min] {len(results)}/{len(todo)} games{extra}",
                       file=sys.stderr, flush=True)  # fmt: skip
     if len(results) < len(todo):
-        per_deal = sum(1 for m in todo if m.seed == todo[0].seed)
-        kept = complete_deals(results, per_deal)
+        kept = complete_deals(results, todo)
         print(f"stopped after {max_minutes} min: {len(results)} of {len(todo)} games played, "
               f"{len(kept)} in complete deals kept", file=sys.stderr)  # fmt: skip
         return kept

@@ -129,3 +129,25 @@ def test_variants_are_compared_game_by_game_on_the_same_deals() -> None:
     assert p["p_value"] == pytest.approx(2 * 5 / 16)  # P(at most 1 of 4) = 5/16, two-sided
     assert p["mean_margin_gain"] == pytest.approx((3 - 1) * 20 / 6)
     assert mod.sign_test(0, 0) == 1.0 and mod.sign_test(10, 0) == pytest.approx(2 / 1024)
+
+
+def test_positions_name_deal_and_seat(tmp_path: Path) -> None:
+    mod = _strength()
+    assert mod.parse_positions("31002:0, 31011:1 31002:1", 2) == {
+        (31002, 0), (31011, 1), (31002, 1)
+    }
+    f = tmp_path / "hard.txt"
+    f.write_text("7:2\n8:0\n")
+    assert mod.parse_positions(f"@{f}", 3) == {(7, 2), (8, 0)}
+    for bad in ("31002", "31002:2", "x:0", ""):
+        with pytest.raises(ValueError, match="--positions"):
+            mod.parse_positions(bad, 2)
+
+
+def test_a_stopped_run_keeps_only_deals_played_in_full() -> None:
+    from ai_workers.bots.arena import complete_deals
+
+    todo = [Match("a", "b", 5, 0, 2), Match("a", "b", 6, 0, 2), Match("a", "b", 6, 1, 2)]
+    g = GameRecord(5, ("x", "x"), 0, 0, (30, 20), 20, ())
+    played = [(todo[0], g), (todo[1], g)]  # deal 5 has its one game, deal 6 half of its two
+    assert complete_deals(played, todo) == [(todo[0], g)]
