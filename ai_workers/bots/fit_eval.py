@@ -8,7 +8,12 @@ regression of "this seat won" on them (Newton's method, a little L2). Features t
 matter differently early and late are split in two, weighted by the fraction of the Honor pool
 left and by the rest. Prints the fitted :class:`~ai_workers.bots.evaluation.Weights`.
 
+``--evaluation projection`` fits the ``projection`` evaluation instead: its one feature, the
+lead in projected Honor (at the exchange rate ``--econ`` for future resources), split the same
+way, and who plays next; prints the fitted :class:`~ai_workers.bots.evaluation.Projection`.
+
     python -m ai_workers.bots.fit_eval [--games 3000] [--bot SPEC] [--workers N] [--seed S]
+        [--evaluation lead|projection] [--econ 0.6]
 """
 
 from __future__ import annotations
@@ -19,11 +24,19 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 
 from ai_workers.bots.arena import make_bot, parse_spec
-from ai_workers.bots.evaluation import hand_value, pool_left, seat_stats
+from ai_workers.bots.evaluation import (
+    PROJECTION,
+    Projection,
+    hand_value,
+    pool_left,
+    projected,
+    seat_stats,
+)
 from ai_workers.bots.knowledge import knowledge
 from ai_workers.bots.policy import rollout_action
 from ai_workers.bots.settings import BotSettings
@@ -34,6 +47,7 @@ FIELDS = (
     "pending_start", "pending_end", "crew", "size", "next_to_play", "hand",
 )  # fmt: skip
 Row = tuple[list[float], int]
+Features = Callable[[rules.State, int], list[float]]
 
 
 def features(s: rules.State, q: int) -> list[float]:
@@ -52,7 +66,17 @@ def features(s: rules.State, q: int) -> list[float]:
             hand_value(s, s.active, K) * (1.0 if s.active == q else -1.0)]  # fmt: skip
 
 
-def self_play(seed: int, bot: str = "") -> list[Row]:
+def projection_features(s: rules.State, q: int, econ: float = PROJECTION.econ) -> list[float]:
+    """Seat ``q``'s lead in projected Honor, weighted by the pool left and by the rest, and +1
+    when it plays next (-1 when the other seat does): :class:`Projection`'s numbers, in order."""
+    K = knowledge(s.T)
+    o = 1 - q
+    lead = projected(s, q, seat_stats(s, q, K), econ) - projected(s, o, seat_stats(s, o, K), econ)
+    f = pool_left(s)
+    return [lead * f, lead * (1.0 - f), 1.0 if s.active == q else -1.0]
+
+
+def self_play(seed: int, bot: str = "", features: Features = features) -> list[Row]:
     """One game's rows; ``bot`` (a spec) plays both seats, else the noisy heuristic."""
     s = rules.new_game(
         rules.GameConfig(sets=("ss", "cotgi", "both")[seed % 3], players=2, seed=seed)
@@ -132,7 +156,13 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--bot", default="", help="a bot spec playing both seats, e.g. ismcts@300it")
+    ap.add_argument("--evaluation", choices=["lead", "projection"], default="lead")
+    ap.add_argument("--econ", type=float, default=PROJECTION.econ,
+                    help="projection: the rate of future resources (default %(default)s)")  # fmt: skip
     args = ap.parse_args()
+    feats: Features = features
+    if args.evaluation == "projection":
+        feats = partial(projection_features, econ=args.econ)
     if args.bot:
         parse_spec(args.bot)  # a bad spec fails here, not in every worker
     seeds = range(args.seed, args.seed + args.games)
@@ -140,7 +170,7 @@ def main() -> None:
     t0 = time.time()
     with ProcessPoolExecutor(args.workers) as ex:
         chunk = 1 if args.bot else 20
-        for k, game in enumerate(ex.map(partial(self_play, bot=args.bot), seeds, chunksize=chunk)):
+        for k, game in enumerate(ex.map(partial(self_play, bot=args.bot, features=feats), seeds, chunksize=chunk)):
             rows.extend(game)
             if args.bot and (k + 1) % 25 == 0:
                 print(f"[{(time.time() - t0) / 60:5.1f} min] {k + 1}/{args.games} games",
@@ -148,7 +178,10 @@ def main() -> None:
     w, loss = fit(rows)
     who = args.bot or "heuristic (10% random moves)"
     print(f"# {len(rows)} positions from {args.games} games of {who}, mean log-loss {loss:.4f}")
-    print("Weights(" + ", ".join(f"{k}={v:.4f}" for k, v in zip(FIELDS, w, strict=True)) + ")")
+    if args.evaluation == "projection":
+        print(Projection(args.econ, round(w[0], 4), round(w[1], 4), round(w[2], 4)))
+    else:
+        print("Weights(" + ", ".join(f"{k}={v:.4f}" for k, v in zip(FIELDS, w, strict=True)) + ")")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ service uses, and the benchmarks' bot specs."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import replace
@@ -25,7 +26,7 @@ from ai_workers.bots.evaluation import (
     seat_turns_left,
     turns_left,
 )
-from ai_workers.bots.fit_eval import FIELDS, self_play
+from ai_workers.bots.fit_eval import FIELDS, fit, projection_features, self_play
 from ai_workers.bots.ismcts import ISMCTSBot, SearchOptions, analyse, parse_options, search
 from ai_workers.bots.knowledge import HONOR_R, knowledge
 from ai_workers.bots.policy import rollout_action
@@ -183,6 +184,16 @@ def test_fit_rows_from_the_self_play_of_a_bot_spec() -> None:
     # Each position gives both seats' rows: the same differences, opposite signs and labels.
     (x0, y0), (x1, y1) = rows[0], rows[1]
     assert y0 + y1 == 1 and x0[0] == -x1[0]
+
+
+def test_the_projection_is_fitted_to_its_own_features() -> None:
+    rows = [r for seed in range(12) for r in self_play(seed, features=projection_features)]
+    assert all(len(x) == 3 for x, _ in rows)
+    (x0, _), (x1, _) = rows[0], rows[1]  # one position, both seats
+    assert x0[0] == pytest.approx(-x1[0]) and {x0[2], x1[2]} == {1.0, -1.0}
+    w, loss = fit(rows)
+    assert w[0] > 0 and w[1] > 0  # a projected lead wins games, at every stage
+    assert loss < math.log(2)  # better than a coin
 
 
 def _always(s: rules.State) -> Callable[[rules.View, int], rules.State]:
