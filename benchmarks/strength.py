@@ -53,7 +53,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ai_workers.bots.arena import BotSpec, Result, matches, parse_spec, run_matches, wilson
+from ai_workers.bots.arena import (
+    BotSpec,
+    GameRecord,
+    Match,
+    Result,
+    matches,
+    parse_spec,
+    run_matches,
+    wilson,
+)
 from ai_workers.bots.registry import load_bot
 from ai_workers.bots.settings import DEFAULT_EXPLORATION
 
@@ -98,6 +107,12 @@ def loss_spread(rs: list[Result], replays: int) -> dict[str, Any]:
     }
 
 
+def margin_of_a(j: Match, g: GameRecord) -> int:
+    """A's final score less the best other seat's."""
+    me = j.a_seat
+    return g.scores[me] - max(v for q, v in enumerate(g.scores) if q != me)
+
+
 def parse_positions(text: str, players: int) -> set[tuple[int, int]]:
     """``DEAL:SEAT`` positions, comma- or whitespace-separated, or ``@FILE`` of them."""
     if text.startswith("@"):
@@ -128,9 +143,8 @@ def paired(pairs: list[tuple[str, str]], results: list[Result]) -> list[dict[str
     deal, seat and replay (so the same cards), where one won and the other did not."""
     games: dict[tuple[str, str], dict[tuple[int, int, int], tuple[bool, float]]] = {}
     for j, g in results:
-        me = j.a_seat
-        margin = g.scores[me] - max(v for q, v in enumerate(g.scores) if q != me)
-        games.setdefault((j.a, j.b), {})[(j.seed, me, j.replay)] = (g.winner == me, margin)
+        won = g.winner == j.a_seat
+        games.setdefault((j.a, j.b), {})[(j.seed, j.a_seat, j.replay)] = (won, margin_of_a(j, g))
     out: list[dict[str, Any]] = []
     for i, (a, b) in enumerate(pairs):
         base = next((x for x, y in pairs[:i] if y == b), None)
@@ -165,10 +179,7 @@ def summarize(
         it = sum(x.iterations for x in st)
         it_s = sum(x.search_s for x in st)
         dec = sum(x.decisions for x in st)
-        margin = [
-            g.scores[j.a_seat] - max(v for q, v in enumerate(g.scores) if q != j.a_seat)
-            for j, g in rs
-        ]
+        margin = [margin_of_a(j, g) for j, g in rs]
         by_pos = [0] * n
         games_pos = [0] * n
         for j, g in rs:
