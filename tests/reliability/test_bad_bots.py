@@ -1,4 +1,4 @@
-"""Bots are untrusted code with a deadline (issue 10 part 3, docs/reliability.md).
+"""Bots are untrusted code with a deadline (docs/reliability.md).
 
 Real processes on loopback: a ``redis-server`` on a free port (broker and store), an
 ``ascension-engine serve`` dispatching AI moves to Celery, and ``ascension-worker run`` with

@@ -165,7 +165,7 @@ def test_no_hidden_card_changes_what_a_seat_sees_at_a_raiders_table(
 
 
 def test_a_raid_asks_the_victim_whether_or_not_a_prevention_card_is_in_hand() -> None:
-    """The issue's case: the victim owns Fleet Reinforcements, in hand in one deal and in its
+    """A victim who owns Fleet Reinforcements, in hand in one deal and in its
     deck in the other. Both deals ask the victim; the raider and a spectator see the same."""
     deals = {"in hand": (["fleet_reinforcements", "apprentice"], ["militia"]),
              "in deck": (["militia", "apprentice"], ["fleet_reinforcements"])}  # fmt: skip
