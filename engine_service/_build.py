@@ -3,11 +3,10 @@
 every iteration) with mypyc, as C extensions beside their sources.
 
 The rules are the hot path of every SubmitAction and of the search, and compiled they run
-about 1.4x faster (docs/scaling.md, "Compiled rules"); the search compiled with them (one
-library: it calls them directly) makes about 1.6x the iterations (docs/bots.md, "Search
-speed"). Everything else about the package is in pyproject.toml; this is setuptools' backend
-with a ``setup()`` call of its own in place of a setup.py (the top level holds the product's
-parts only). Without a C compiler, or with ``ASCENSION_BUILD_NATIVE=0``, the package installs
+about 1.4x faster; the search compiled with them (one library: it calls them directly)
+makes about 1.6x the iterations (docs/notes/2026-12-search-speed.md). Everything else about
+the package is in pyproject.toml; this is setuptools' backend with a ``setup()`` call of its
+own in place of a setup.py (the top level holds the product's parts only). Without a C compiler, or with ``ASCENSION_BUILD_NATIVE=0``, the package installs
 as pure Python and plays the same games, slower: each extension is optional, and the manifests
 that let the compiled modules be used (engine_service/native.py) are written only once all of
 them are built. Never imported by the engine.
