@@ -34,19 +34,13 @@ def choose(view: GameView) -> int:
 
 def play_seat(client: Client, game_id: str, token: str) -> GameView:
     """Play the token's seat until the game is over; returns the final view."""
-    view = client.get_view(game_id, token)
+    view = client.wait_turn(game_id, token)  # this seat's move (or the end), whoever is first
     while not view.over:
-        if view.to_move == view.seat and view.legal_actions:
-            # if the game moved on meanwhile (a conflict), just look again
-            with contextlib.suppress(VersionConflictError, IllegalActionError):
-                client.submit(game_id, token, choose(view), expected_version=view.version,
-                              retry_on_conflict=False)  # fmt: skip
-        else:
-            with client.watch(game_id, after_version=view.version) as updates:
-                for update in updates:  # wait until it is this seat's turn (or the end)
-                    if update.over or update.to_move == view.seat:
-                        break
-        view = client.get_view(game_id, token)
+        # if the game moved on meanwhile (a conflict), just look again
+        with contextlib.suppress(VersionConflictError, IllegalActionError):
+            client.submit(game_id, token, choose(view), expected_version=view.version,
+                          retry_on_conflict=False)  # fmt: skip
+        view = client.wait_turn(game_id, token)
     return view
 
 

@@ -5,10 +5,12 @@
 
     with Client("localhost:50051") as c:
         game = c.create_game([human("Ann"), bot("ismcts", time_ms=300)], sets="ss")
-        view = c.get_view(game.game_id, game.token(0))
+        view = c.wait_turn(game.game_id, game.token(0))  # the bot may move first
         c.submit(game.game_id, game.token(0), view.legal_actions[0].id)
         for update in c.watch(game.game_id, after_version=view.version):
             print(update.version, update.description)
+
+A whole game: ``clients/sdk/examples/quickstart.py``.
 """
 
 from clients.sdk._requests import RetryPolicy

@@ -215,6 +215,24 @@ class AsyncClient:
     ) -> Callable[[], Awaitable[engine_pb2.SubmitActionResponse]]:
         return lambda: self._stub.SubmitAction(req, timeout=self.timeout)
 
+    async def wait_turn(
+        self, game_id: str, token: str, *, timeout: float | None = None
+    ) -> game_pb2.GameView:
+        """Wait until the token's seat must act, or the game is over; return its view then
+        (as :meth:`Client.wait_turn`: updates watched in between, none missed).
+        ``timeout`` (seconds): raise :class:`TimeoutError` if the seat's move has not come."""
+        async with asyncio.timeout(timeout):
+            while True:
+                view = await self.get_view(game_id, token)
+                if view.over or view.to_move == view.seat:
+                    return view
+                if view.seat < 0:
+                    raise ValueError("wait_turn needs a seat's token: a spectator never moves")
+                async with self.watch(game_id, after_version=view.version) as updates:
+                    async for update in updates:
+                        if update.over or update.to_move == view.seat:
+                            break
+
     def watch(
         self,
         game_id: str,

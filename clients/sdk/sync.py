@@ -41,7 +41,7 @@ class Client:
 
     >>> with Client("localhost:50051") as c:
     ...     game = c.create_game([human("Ann"), bot("ismcts", time_ms=300)], sets="ss")
-    ...     view = c.get_view(game.game_id, game.token(0))
+    ...     view = c.wait_turn(game.game_id, game.token(0))  # the bot may move first
     ...     c.submit(game.game_id, game.token(0), view.legal_actions[0].id)
 
     Versions are handled for you: ``submit`` uses the last version this client saw of the
@@ -204,6 +204,43 @@ class Client:
                 continue
             self._seen(game_id, resp.view.version)
             return resp
+
+    def wait_turn(
+        self, game_id: str, token: str, *, timeout: float | None = None
+    ) -> game_pb2.GameView:
+        """Wait until the token's seat must act, or the game is over; return its view then.
+
+        The seat must act on its own turn and whenever it is asked a choice during another
+        seat's turn (a Fate's banish, a Raid to prevent): the view's ``legal_actions`` are
+        then its options. Between two such moments the game's updates are watched from the
+        version read, so none is missed, and the view is read again once an update hands the
+        move to this seat. ``timeout`` (seconds): raise :class:`TimeoutError` if the seat's
+        move has not come by then (a bot that thinks long, a human who is away).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            view = self.get_view(game_id, token)
+            if view.over or view.to_move == view.seat:
+                return view
+            if view.seat < 0:
+                raise ValueError("wait_turn needs a seat's token: a spectator never moves")
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError(
+                    f"seat {view.seat + 1} was not to move in game {game_id} within {timeout} s"
+                )
+            with self.watch(game_id, after_version=view.version) as updates:
+                timer = None if left is None else threading.Timer(left, updates.cancel)
+                if timer is not None:
+                    timer.daemon = True
+                    timer.start()
+                try:
+                    for update in updates:
+                        if update.over or update.to_move == view.seat:
+                            break
+                finally:
+                    if timer is not None:
+                        timer.cancel()
 
     def watch(
         self,

@@ -11,6 +11,7 @@ from clients.embedded import EmbeddedEngine
 from clients.sdk import (
     Client,
     GameNotFoundError,
+    GameView,
     IllegalActionError,
     InvalidArgumentError,
     RetryPolicy,
@@ -19,7 +20,8 @@ from clients.sdk import (
     bot,
     human,
 )
-from tests.clients.conftest import human_game, to_main_phase
+from clients.sdk.examples.quickstart import choose
+from tests.clients.conftest import human_game, requires_ai, to_main_phase
 from tests.clients.proxy import CuttableProxy
 
 
@@ -262,3 +264,55 @@ def test_a_table_of_every_seat_follows_the_seat_to_move(client: Client) -> None:
     assert seats_seen == {0, 1}
     with pytest.raises(UnauthenticatedError, match=r"seat_tokens\[0\]"):
         client.submit(game.game_id, game.token(view.seat), view.legal_actions[0].id, seat_tokens=["y" * 32])
+
+
+def test_wait_turn_returns_when_the_move_passes_to_the_seat(client: Client) -> None:
+    """A seat not to move waits while the other plays; its own move returns at once."""
+    game = human_game(client, seed=41)
+    token_a, a = to_main_phase(client, game)
+    b = 1 - a
+    got: list[GameView] = []
+    waiter = threading.Thread(target=lambda: got.append(client.wait_turn(game.game_id, game.token(b))))
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive() and not got, "seat b's move came while seat a was in its turn"
+    mine = client.wait_turn(game.game_id, token_a)
+    assert mine.seat == mine.to_move == a and mine.legal_actions
+    end = next(x for x in mine.legal_actions if x.kind == "end_turn")
+    done = client.submit(game.game_id, token_a, end.id, expected_version=mine.version)
+    waiter.join(10)
+    assert got, "wait_turn did not return once the move passed to its seat"
+    assert got[0].seat == got[0].to_move == b and got[0].legal_actions
+    assert got[0].version >= done.view.version
+
+
+def test_wait_turn_times_out_and_needs_a_seat(client: Client) -> None:
+    game = human_game(client, seed=43)
+    idle = game.token(1 - game.view.to_move)
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError):
+        client.wait_turn(game.game_id, idle, timeout=0.5)
+    assert 0.4 < time.monotonic() - t0 < 5
+    with pytest.raises(ValueError, match="spectator"):
+        client.wait_turn(game.game_id, "")
+
+
+@requires_ai
+def test_wait_turn_plays_a_whole_game_when_the_bot_moves_first(client: Client) -> None:
+    """Every view wait_turn returns is the seat's move at the game's current version: each
+    submit on it, with no retry, lands (never NOT_YOUR_TURN nor a lost race)."""
+    game = next(
+        g
+        for g in (client.create_game([human("me"), bot("heuristic")], seed=s) for s in range(50, 70))
+        if g.view.to_move == 1
+    )
+    token = game.token(0)
+    view = client.wait_turn(game.game_id, token)
+    assert view.version > 2, "the bot's first moves come before this seat's"
+    moves = 0
+    while not view.over:
+        assert view.seat == view.to_move == 0 and view.legal_actions
+        client.submit(game.game_id, token, choose(view), expected_version=view.version, retry_on_conflict=False)
+        moves += 1
+        view = client.wait_turn(game.game_id, token, timeout=60)
+    assert moves > 20 and view.winner in (0, 1) and len(view.scores) == 2

@@ -122,3 +122,28 @@ def test_async_table_of_every_seat(engine: EmbeddedEngine) -> None:
             return seen
 
     assert asyncio.run(main()) == {0, 1}
+
+
+def test_async_wait_turn(engine: EmbeddedEngine) -> None:
+    """The other seat's wait ends when the move passes to it, not before; a wait that does not
+    end in time raises TimeoutError; a spectator cannot wait for a turn."""
+
+    async def main() -> None:
+        async with AsyncClient(engine.address) as c:
+            game, token_a = await _main_phase(c, seed=45)
+            b = 1 - game.view.to_move
+            waiter = asyncio.create_task(c.wait_turn(game.game_id, game.token(b)))
+            await asyncio.sleep(0.5)
+            assert not waiter.done(), "seat b's move came while seat a was in its turn"
+            mine = await c.wait_turn(game.game_id, token_a)
+            end = next(x for x in mine.legal_actions if x.kind == "end_turn")
+            done = await c.submit(game.game_id, token_a, end.id, expected_version=mine.version)
+            view = await asyncio.wait_for(waiter, 10)
+            assert view.seat == view.to_move == b and view.legal_actions
+            assert view.version >= done.view.version
+            with pytest.raises(TimeoutError):
+                await c.wait_turn(game.game_id, token_a, timeout=0.5)
+            with pytest.raises(ValueError, match="spectator"):
+                await c.wait_turn(game.game_id, "")
+
+    asyncio.run(main())

@@ -1,0 +1,1 @@
+"""Runnable examples of the Python SDK (``python -m clients.sdk.examples.quickstart``)."""
