@@ -15,7 +15,7 @@ and prints the score. It takes a few seconds.
 import os
 import threading
 
-from clients.sdk import Client, GameView, bot, human
+from clients.sdk import Client, GameView, UnavailableError, bot, human
 
 ADDRESS = os.environ.get("ASCENSION_ADDRESS", "localhost:50051")
 
@@ -50,17 +50,22 @@ def main() -> None:
         print(f"game {game.game_id}: you are seat 1 against the heuristic bot")
 
         seen: list[str] = []
-        watcher = threading.Thread(target=spectate, args=(client, game.game_id, seen))
+        watcher = threading.Thread(target=spectate, args=(client, game.game_id, seen), daemon=True)
         watcher.start()
 
-        hinted = False
+        hint_tries = 0
         view = client.wait_turn(game.game_id, token)  # the bot may move first
         while not view.over:
-            if not hinted and len(view.legal_actions) > 1:
-                hints = client.analyze(game.game_id, token, budget_ms=300)
-                for h in hints.candidates[:3]:  # best first
-                    print(f"hint: {h.description} ({h.win_probability:.0%} to win)")
-                hinted = True
+            if hint_tries < 3 and len(view.legal_actions) > 1:
+                hint_tries += 1
+                try:
+                    hints = client.analyze(game.game_id, token, budget_ms=300)
+                except UnavailableError as e:  # no AI process answered in time: ask later
+                    print(f"no hints this time: {e}")
+                else:
+                    for h in hints.candidates[:3]:  # best first
+                        print(f"hint: {h.description} ({h.win_probability:.0%} to win)")
+                    hint_tries = 3
             client.submit(game.game_id, token, choose(view), expected_version=view.version)
             view = client.wait_turn(game.game_id, token)  # your next move, or the end
 
