@@ -15,7 +15,7 @@ import yaml  # type: ignore[import-untyped, unused-ignore]
 
 from engine_service.server import tokens
 from tests.deploy.deploy_support import CHART_DIR, engine_settings
-from tests.deploy.test_deploy_compose import COMPOSE, REQUIRED_ON_HOST, environment, services
+from tests.deploy.test_deploy_compose import COMPOSE, REQUIRED_ON_HOST, services, settings_env
 from tests.deploy.test_deploy_helm_chart import (
     SCENARIOS,
     by_kind,
@@ -104,7 +104,7 @@ def test_compose_requires_one_ai_key_for_both_engine_replicas(compose: dict[str,
     assert re.fullmatch(
         r"\$\{ENGINE_AI_TOKEN_KEYS:\?[^}]+\}", engine["environment"]["ENGINE_AI_TOKEN_KEYS"]
     )
-    settings = engine_settings(environment(compose, "engine"))
+    settings = engine_settings(settings_env(compose, "engine"))
     assert settings.ai_token_keys == REQUIRED_ON_HOST["ENGINE_AI_TOKEN_KEYS"]
     assert "ENGINE_AI_TOKEN_KEYS" not in services(compose)["worker"]["environment"]
 

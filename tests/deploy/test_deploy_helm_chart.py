@@ -97,7 +97,10 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "engine-processes": {
         "engine": {
             "processes": 4,
-            "resources": {"requests": {"cpu": "4", "memory": "1Gi"}, "limits": {"cpu": "4", "memory": "1536Mi"}},
+            "resources": {
+                "requests": {"cpu": "4", "memory": "1Gi"},
+                "limits": {"cpu": "4", "memory": "1536Mi"},
+            },
         }
     },
     "advertise-address": {"engine": {"advertiseAddress": "engine.games.example.com:443"}},
@@ -205,7 +208,9 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     "no-ai-move-test": {"tests": {"aiMove": {"enabled": False}}},
     "ai-key-existing-secret": {
-        "engine": {"aiTokenKeys": {"existingSecret": "games-engine-keys", "existingSecretKey": "ai"}}
+        "engine": {
+            "aiTokenKeys": {"existingSecret": "games-engine-keys", "existingSecretKey": "ai"}
+        }
     },
     "tracing-json-logs": {
         "logFormat": "json",

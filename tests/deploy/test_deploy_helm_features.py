@@ -750,11 +750,12 @@ def test_an_external_redis_cluster() -> None:
         spec = one(docs, "Deployment", "engine")["spec"]["template"]["spec"]
         return env_of(spec["containers"][0])
 
-    assert engine_env(manifests("external-redis-cluster"))["ENGINE_REDIS_MODE"]["value"] == "cluster"
+    assert (
+        engine_env(manifests("external-redis-cluster"))["ENGINE_REDIS_MODE"]["value"] == "cluster"
+    )
     assert "ENGINE_REDIS_MODE" not in engine_env(manifests("external-redis-url"))
     with pytest.raises(helm_python.HelmRenderError, match="cannot hold the Celery queue"):
         render({"redis": {"enabled": False},
                 "externalRedis": {"url": "redis://node:6379", "mode": "cluster"}})  # fmt: skip
     lint = helm_python.lint(str(CHART_DIR), {"externalRedis": {"mode": "sharded"}}, strict=True)
     assert lint["errors"], "an unknown mode passes the schema"
-
