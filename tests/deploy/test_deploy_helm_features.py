@@ -905,9 +905,9 @@ def test_keda_authenticates_to_a_tls_redis_with_its_user_and_ca() -> None:
             },
         }
     )
-    (auth,) = by_kind(client, "TriggerAuthentication")
-    refs = {r["parameter"]: (r["name"], r["key"]) for r in auth["spec"]["secretTargetRef"]}
-    assert refs == {"cert": ("kc", "tls.crt"), "key": ("kc", "tls.key")}
+    (client_auth,) = by_kind(client, "TriggerAuthentication")
+    pairs = {r["parameter"]: (r["name"], r["key"]) for r in client_auth["spec"]["secretTargetRef"]}
+    assert pairs == {"cert": ("kc", "tls.crt"), "key": ("kc", "tls.key")}
 
 
 def test_keda_refuses_tls_files_without_tls_and_a_fallback_above_its_maximum() -> None:
@@ -927,7 +927,8 @@ def test_keda_refuses_tls_files_without_tls_and_a_fallback_above_its_maximum() -
 def redis_container(docs: list[dict[str, Any]], name: str = "redis") -> dict[str, Any]:
     spec = by_kind(docs, "StatefulSet")[0]["spec"]["template"]["spec"]
     (found,) = [c for c in spec["containers"] if c["name"] == name]
-    return found
+    container: dict[str, Any] = found
+    return container
 
 
 def test_in_chart_redis_is_pinned_by_digest_and_fsyncs_every_write() -> None:
@@ -1026,4 +1027,4 @@ def test_the_latency_thresholds_offered_are_the_engines_buckets() -> None:
     schema = json.loads((CHART_DIR / "values.schema.json").read_text())
     slo = schema["properties"]["metrics"]["properties"]["prometheusRule"]["properties"]["slo"]
     offered = slo["properties"]["latency"]["properties"]["thresholdSeconds"]["enum"]
-    assert offered == [floatToGoString(b) for b in metrics._LATENCY_BUCKETS]
+    assert offered == [floatToGoString(b) for b in metrics._LATENCY_BUCKETS]  # type: ignore[no-untyped-call]

@@ -447,7 +447,13 @@ def burn_conditions(expr: str) -> list[tuple[datetime.timedelta, float, str]]:
 
     def nodes(tree: Any, kind: type) -> list[Any]:
         out: list[Any] = []
-        promql_parser.walk(tree, lambda n: out.append(n) or True if isinstance(n, kind) else True)
+
+        def collect(node: Any) -> bool:
+            if isinstance(node, kind):
+                out.append(node)
+            return True
+
+        promql_parser.walk(tree, collect)
         return out
 
     def visit(node: Any) -> bool:
