@@ -1028,3 +1028,14 @@ def test_the_latency_thresholds_offered_are_the_engines_buckets() -> None:
     slo = schema["properties"]["metrics"]["properties"]["prometheusRule"]["properties"]["slo"]
     offered = slo["properties"]["latency"]["properties"]["thresholdSeconds"]["enum"]
     assert offered == [floatToGoString(b) for b in metrics._LATENCY_BUCKETS]  # type: ignore[no-untyped-call]
+
+
+def test_only_its_password_restarts_the_in_chart_redis() -> None:
+    """Rotating a TLS certificate or a key rolls the engines and workers, never the one Redis
+    pod (whose restart pauses every game)."""
+    plain = pod_annotations(manifests("defaults"), "StatefulSet", "redis")
+    for scenario in ("tls-existing-secret", "operator-keys-existing-public-create"):
+        assert pod_annotations(manifests(scenario), "StatefulSet", "redis") == plain, scenario
+        engine = pod_annotations(manifests(scenario), "Deployment", "engine")
+        assert "checksum/existing-secrets" in engine, scenario
+    assert set(plain) >= {"checksum/redis-auth"}

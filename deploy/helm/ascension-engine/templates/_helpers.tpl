@@ -526,6 +526,20 @@ checksum/existing-secrets: {{ toJson $data | sha256sum }}
 {{- end }}
 
 {{/*
+The in-chart Redis's own: its password (the chart's Secret, or redis.auth.existingSecret's
+data), so that rotating another Secret (a TLS certificate, a key) never restarts the one
+Redis pod.
+*/}}
+{{- define "ascension-engine.redisSecretChecksums" -}}
+{{- $secret := lookup "v1" "Secret" .Release.Namespace (include "ascension-engine.redisAuthSecretName" .) }}
+{{- if .Values.redis.auth.existingSecret }}
+checksum/existing-secrets: {{ toJson (($secret).data | default dict) | sha256sum }}
+{{- else }}
+checksum/redis-auth: {{ toJson (($secret).data | default dict) | sha256sum }}
+{{- end }}
+{{- end }}
+
+{{/*
 Soft topology spread over nodes and zones: (dict "ctx" $ "component" "engine").
 */}}
 {{- define "ascension-engine.topologySpread" -}}
