@@ -35,6 +35,7 @@ from tests.deploy.deploy_support import (
     REPO,
     check_command,
     console_scripts,
+    engine_settings,
 )
 
 DOCKERFILE = DEPLOY / "docker" / "Dockerfile"
@@ -214,6 +215,10 @@ def test_defaults_match_the_contract(dockerfile: tuple[dict[str, str], list[Stag
         env["ENGINE_METRICS_PORT"],
         env["WORKER_METRICS_PORT"],
     } <= exposed
+    # The container's engine listens on every interface of its own network namespace,
+    # whatever the server's default (loopback outside a container): the publishing decides.
+    assert env["ENGINE_HOST"] == "0.0.0.0"
+    assert engine_settings({"ENGINE_HOST": env["ENGINE_HOST"]}).host == "0.0.0.0"
 
 
 def test_cmd_entrypoint_and_healthcheck_use_console_scripts(
