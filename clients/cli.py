@@ -32,6 +32,7 @@ from clients.embedded import EmbeddedEngine, EngineStartError
 from clients.sdk import TLS, AscensionError, Client, bot, human
 from clients.sdk.tls import operator_key_from_env
 from clients.sdk.types import SETS
+from engine_service.server import names
 
 EXAMPLES = """\
 examples:
@@ -56,6 +57,14 @@ def _bots(raw: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("give at least one bot name, e.g. ismcts,heuristic")
     return names
+
+
+def _display_name(raw: str) -> str:
+    """The engine's rule for display names, checked before anything starts."""
+    bad = names.problem(raw) if raw else None
+    if bad:
+        raise argparse.ArgumentTypeError(bad)
+    return raw
 
 
 def _connection_flags(parser: argparse.ArgumentParser) -> None:
@@ -131,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
     )
     play.add_argument("--seed", type=int, default=None, help="game seed (reproducible deal)")
-    play.add_argument("--name", default="You", help="your display name")
+    play.add_argument("--name", type=_display_name, default="You", help="your display name")
     play.add_argument("--game", help="join this game (with --token) instead of creating one")
     play.add_argument("--token", help="your seat token in --game")
     play.add_argument("--no-clear", action="store_true", help="do not clear the screen each turn")
@@ -178,7 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
     )
     web.add_argument("--seed", type=int, default=None, help="game seed (reproducible deal)")
-    web.add_argument("--name", default="You", help="your display name")
+    web.add_argument(
+        "--name", type=_display_name, default="You", help="your display name in the page's form"
+    )
     web.add_argument(
         "--ai-processes", type=int, default=2,
         help="AI worker processes of the private engine (default 2: your game and one to watch)",
