@@ -171,17 +171,15 @@ def problems(s: Settings) -> list[str]:
         out.append(f"ENGINE_MAX_PENDING_CALLS must be at most {GRPC_INT_MAX // 2}")
     if s.metrics_port and s.metrics_port == s.grpc_port:
         out.append("ENGINE_METRICS_PORT and ENGINE_GRPC_PORT must differ")
-    out.extend(p for p in (host_problem(s.host),) if p)
-    if s.advertise_address:
-        out.extend(p for p in (advertise_problem(s.advertise_address),) if p)
-    if s.redis_url:
-        out.extend(p for p in (redis_url_problem(s.redis_url, s.redis_mode),) if p)
-    if s.celery_broker_url:
-        out.extend(p for p in (broker_url_problem(s.celery_broker_url),) if p)
-    if s.dispatch_mode == "local":
-        out.extend(p for p in (local_target_problem(s.local_ai_target),) if p)
-    out.extend(_tls_problems(s))
-    return out
+    checks = [
+        host_problem(s.host),
+        advertise_problem(s.advertise_address) if s.advertise_address else None,
+        redis_url_problem(s.redis_url, s.redis_mode) if s.redis_url else None,
+        broker_url_problem(s.celery_broker_url) if s.celery_broker_url else None,
+        local_target_problem(s.local_ai_target) if s.dispatch_mode == "local" else None,
+        *_tls_problems(s),
+    ]
+    return out + [c for c in checks if c]
 
 
 def _tls_problems(s: Settings) -> list[str]:
