@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ai_workers.bots.settings import MAX_TIME_MS
+from engine_service.server.config_checks import broker_url_problem
 
 QUEUE = "ascension.moves"
 TASK_NAME = "ascension.choose_move"
@@ -134,6 +135,9 @@ def load(env: Mapping[str, str] | None = None) -> WorkerConfig:
         problems.append("WORKER_BOT_QUARANTINE_FAILURES must be 0 (never) or more")
     if cfg.quarantine_seconds < 0:
         problems.append("WORKER_BOT_QUARANTINE_SECONDS must not be negative")
+    bad_broker = broker_url_problem(cfg.broker_url)  # as the engine checks its own
+    if bad_broker:
+        problems.append(bad_broker)
     if problems:
         raise ValueError("; ".join(problems))
     return cfg

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from engine_service.server import tokens
+from engine_service.server import config_checks, tokens
 from engine_service.server.analysis import AnalysisSettings
 from engine_service.server.auth import (
     MIN_KEY_CHARS,
@@ -90,7 +90,13 @@ OPTIONS: tuple[Option, ...] = (
         0.0,
         "at start, how long to wait for the store (0 = as long as it takes)",
     ),
-    Option("ENGINE_HOST", "host", str, "0.0.0.0", "address to bind the gRPC port to"),
+    Option(
+        "ENGINE_HOST",
+        "host",
+        str,
+        "127.0.0.1",
+        "address the gRPC and metrics ports bind to (0.0.0.0: every interface)",
+    ),
     Option(
         "ENGINE_EVENT_LOOP",
         "event_loop",
@@ -239,7 +245,7 @@ class Settings:
     redis_wait_timeout_ms: int = 1000
     redis_retry_seconds: float = 5.0
     store_startup_seconds: float = 0.0
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
     event_loop: str = "auto"
     processes: int = 1
     grpc_port: int = 50051
@@ -411,6 +417,8 @@ class Settings:
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             problems.append("LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
         problems.extend(self._security_problems())
+        if not problems:  # then what files, URLs and addresses hold (config_checks.py)
+            problems.extend(config_checks.problems(self))
         if problems:
             raise ValueError("; ".join(problems))
 

@@ -17,12 +17,12 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from engine_service import rules
+from engine_service import rules, telemetry
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules import actions as A
 from engine_service.server import convert, errors, history, tokens, validate
-from engine_service.server.dispatch import Dispatcher
+from engine_service.server.dispatch import Dispatcher, trace_attributes
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
 from engine_service.server.limits import LogLimiter
@@ -158,7 +158,8 @@ class Games:
         if payload is None:
             return
         try:
-            await self.dispatcher.dispatch(payload)
+            with telemetry.new_trace("ascension.ai_move", trace_attributes(payload)):
+                await self.dispatcher.dispatch(payload)
         except Exception:
             return  # logged by the dispatcher; the sweeper sends it again
         self.metrics.ai_enqueued.labels("turn").inc()

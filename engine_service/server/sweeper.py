@@ -23,8 +23,9 @@ import logging
 import time
 from typing import Any, Protocol
 
+from engine_service import telemetry
 from engine_service.api.ascension.v1 import engine_pb2 as epb
-from engine_service.server.dispatch import Dispatcher
+from engine_service.server.dispatch import Dispatcher, trace_attributes
 from engine_service.server.errors import Code, ServiceError
 from engine_service.server.metrics import Metrics
 from engine_service.server.tokens import AiCredentials
@@ -110,7 +111,8 @@ class Sweeper:
                 now - p.first_enqueued,
             )
             try:
-                await self.dispatcher.dispatch(payload)
+                with telemetry.new_trace("ascension.ai_move", trace_attributes(payload)):
+                    await self.dispatcher.dispatch(payload)
             except Exception:
                 continue
             self.metrics.ai_enqueued.labels("sweep").inc()

@@ -66,6 +66,7 @@ def test_bad_bot_settings_and_slots_per_bot() -> None:
         ({"WORKER_BOT_LOAD_SECONDS": "soon"}, "WORKER_BOT_LOAD_SECONDS='soon' is not a number"),
         ({"WORKER_SLOTS_PER_BOT": "-1"}, "WORKER_SLOTS_PER_BOT must be 0"),
         ({"WORKER_BOT_QUARANTINE_FAILURES": "-2"}, "WORKER_BOT_QUARANTINE_FAILURES must be 0"),
+        ({"CELERY_BROKER_URL": "http://:pw@mq:5672"}, "CELERY_BROKER_URL: http:// is not a Celery broker"),
     ],
 )
 def test_bad_settings_are_named(env: dict[str, str], message: str) -> None:
@@ -127,3 +128,20 @@ def test_describe_shows_the_move_not_the_token() -> None:
     for text in (runner.describe(payload), dispatch.describe(payload)):
         assert "s3cr3t" not in text and "g1" in text and "ismcts" in text and "7" in text
     assert dispatch.task_id(payload) == "g1:7:2"
+
+
+def test_a_bad_broker_url_stops_the_worker_with_exit_2() -> None:
+    """The real `ascension-worker run`: one line naming the variable, not kombu's traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("ascension-worker")), "run"],
+        env={**os.environ, "CELERY_BROKER_URL": "http://:secret-pw@mq:5672", "WORKER_METRICS_PORT": "0"},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-2000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert "CELERY_BROKER_URL" in line and "secret-pw" not in line, line

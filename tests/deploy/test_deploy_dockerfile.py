@@ -209,6 +209,9 @@ def test_defaults_match_the_contract(dockerfile: tuple[dict[str, str], list[Stag
     for key in ("WORKER_METRICS_PORT", "LOG_LEVEL"):
         assert env[key] == CONTRACT.worker_defaults[key], key
     assert env["PYTHONDONTWRITEBYTECODE"] == "1", "the root filesystem is read-only at run time"
+    # The server binds loopback by default; the image's engine answers on the pod's network.
+    assert CONTRACT.engine_defaults["ENGINE_HOST"] == "127.0.0.1"
+    assert env["ENGINE_HOST"] == "0.0.0.0"
     exposed = {port for expose in final.all("EXPOSE") for port in expose.arguments.split()}
     assert {
         env["ENGINE_GRPC_PORT"],
