@@ -1,0 +1,13 @@
+"""The parts of the Redis store (``engine_service.store.redis_store.RedisStore`` is their
+sum), each a module with one job:
+
+- ``lua/*.lua`` and ``scripts.py``: the Lua scripts, one per atomic step, read at import;
+- ``resp.py``: commands packed in the Redis protocol by hand, for the hot path;
+- ``link.py``: the hot path's connections: routing by key over a Cluster's nodes (MOVED, ASK,
+  TRYAGAIN, failovers), one deadline per round trip, retries of whole calls;
+- ``core.py``: what every part shares: the client, the settings, running a script, WAIT;
+- ``games.py``: a game's own keys: create, load, the commit, idempotency keys, replay log;
+- ``watch.py``: reading the updates of many games for watchers (the buckets' news streams);
+- ``index.py``: walkers over the buckets: listing, the AI index, counts, tidying;
+- ``records.py``: decoding what the replies hold (damaged bytes: UnreadableData).
+"""
