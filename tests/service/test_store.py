@@ -28,7 +28,7 @@ from engine_service.store import (
     keys,
     new_commit_id,
 )
-from engine_service.store.redis.core import LEASE_MARGIN
+from engine_service.store.redis.core import CLIENTS, LEASE_MARGIN
 from engine_service.store.redis.resp import pack
 from engine_service.store.redis_store import RedisStore
 from tests.service import support
@@ -47,12 +47,17 @@ def _run(store: Store, body: Body) -> None:
     asyncio.run(main())
 
 
-@pytest.fixture(params=["redis", "memory"])
+@pytest.fixture(params=["redis", "redis-py", "memory"])
 def make_store(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Callable[..., Store]]:
+    """The Redis store with its own connection layer (the default), with redis-py's client,
+    and the in-process store."""
+
     def make(**settings: int) -> Store:
         s = dataclasses.replace(SETTINGS, **settings)
         if request.param == "redis":
             return RedisStore(redis_url, s, timeout=2.0)
+        if request.param == "redis-py":
+            return RedisStore(redis_url, s, timeout=2.0, client="redis-py")
         return MemoryStore(s)
 
     yield make
@@ -643,7 +648,8 @@ async def _rewind(store: Store, gid: str, version: int, cid: str) -> None:
 # ---- the hot path's connections -----------------------------------------------------------
 
 
-def test_dropped_connections_and_flushed_scripts_are_recovered() -> None:
+@pytest.mark.parametrize("client", CLIENTS)
+def test_dropped_connections_and_flushed_scripts_are_recovered(client: str) -> None:
     """On a Redis of its own: it drops every client's connections; calls go on."""
 
     async def body(store: RedisStore) -> None:
@@ -662,7 +668,7 @@ def test_dropped_connections_and_flushed_scripts_are_recovered() -> None:
 
     with support.redis_server() as url:
         admin = redis.Redis.from_url(url)
-        _run(RedisStore(url, SETTINGS, timeout=2.0), body)
+        _run(RedisStore(url, SETTINGS, timeout=2.0, client=client), body)
 
 
 def test_many_concurrent_calls_beyond_the_hot_path_limit(redis_url: str) -> None:
@@ -695,7 +701,8 @@ def test_cancelled_call_leaves_no_half_read_connection(redis_url: str) -> None:
     _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
 
 
-def test_unreachable_redis_is_a_store_error() -> None:
+@pytest.mark.parametrize("client", CLIENTS)
+def test_unreachable_redis_is_a_store_error(client: str) -> None:
     async def body(store: RedisStore) -> None:
         t0 = time.monotonic()
         with pytest.raises(StoreError):
@@ -705,11 +712,14 @@ def test_unreachable_redis_is_a_store_error() -> None:
         assert time.monotonic() - t0 < 10  # retried for ENGINE_REDIS_RETRY_SECONDS, then given up
 
     url = f"redis://127.0.0.1:{support.free_port()}/0"
-    _run(RedisStore(url, SETTINGS, timeout=1.0, retry_seconds=1.0), body)
+    _run(RedisStore(url, SETTINGS, timeout=1.0, retry_seconds=1.0, client=client), body)
 
 
-def test_a_silent_redis_times_out_as_a_store_error() -> None:
-    """The hot path's one deadline per round trip is the configured Redis timeout."""
+@pytest.mark.parametrize("client", ["hand", "redis-py"])
+def test_a_silent_redis_times_out_as_a_store_error(client: str) -> None:
+    """A round trip's deadline is the configured Redis timeout, and a call gives up once its
+    retry time has passed (the hand-written connection names the timeout; redis-py says it
+    timed out)."""
 
     async def main() -> None:
         accepted: list[asyncio.StreamWriter] = []
@@ -719,14 +729,16 @@ def test_a_silent_redis_times_out_as_a_store_error() -> None:
 
         server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        store = RedisStore(f"redis://127.0.0.1:{port}/0", SETTINGS, timeout=0.3, retry_seconds=0.5)
+        store = RedisStore(f"redis://127.0.0.1:{port}/0", SETTINGS, timeout=0.3, retry_seconds=0.5,
+                           client=client)  # fmt: skip
+        said = r"within 0\.3s" if client == "hand" else "(?i)time"
         try:
             for call in (
                 lambda: store.load(_game_id()),
                 lambda: store.commit(_commit(_game_id(), 1, "")),
             ):
                 t0 = time.monotonic()
-                with pytest.raises(StoreError, match=r"within 0\.3s"):
+                with pytest.raises(StoreError, match=said):
                     await call()
                 assert time.monotonic() - t0 < 3.0
         finally:

@@ -4,19 +4,19 @@ confirmation by replicas (WAIT) that follows a write when ``wait_replicas`` asks
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
-from redis.exceptions import NoScriptError, RedisClusterException, RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from engine_service.store import keys
 from engine_service.store.base import Store, StoreError, StoreSettings
 from engine_service.store.redis import scripts
-from engine_service.store.redis.link import RETRYABLE, HotPath
-from engine_service.store.redis.resp import bulks, pack
+from engine_service.store.redis.connection import Arg, Connection
+from engine_service.store.redis.link import RETRYABLE, HandWritten
 
 T = TypeVar("T")
 
@@ -25,6 +25,7 @@ NEWS_LENGTH = 256  # entries a bucket's news stream keeps (about: it is trimmed 
 # An unfinished game's keys live its idle time after its last move, and up to 1/LEASE_MARGIN
 # of it longer: their expiry is renewed once per that margin, not at every move (commit.lua).
 LEASE_MARGIN = 256
+CLIENTS = ("hand", "redis-py", "glide", "coredis")  # the Connection implementations (``client``)
 
 
 class RedisCore(Store):
@@ -41,6 +42,7 @@ class RedisCore(Store):
         retry_seconds: float = 5.0,
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        client: str = "hand",
     ) -> None:
         if mode not in ("standalone", "cluster"):
             raise ValueError(f"Redis mode must be standalone or cluster, not {mode!r}")
@@ -68,14 +70,33 @@ class RedisCore(Store):
             self.r = aioredis.Redis.from_url(
                 url, health_check_interval=30, max_connections=MAX_CONNECTIONS, **common
             )
-        self._hot = HotPath(
-            self.r, mode == "cluster", MAX_CONNECTIONS, timeout or None, retry_seconds
-        )
+        self._conn: Connection
+        if client == "hand":
+            self._conn = HandWritten(self.r, mode == "cluster", MAX_CONNECTIONS, timeout or None,
+                                     retry_seconds, wait_replicas, wait_timeout_ms)  # fmt: skip
+            self._hot = self._conn.hot
+        elif client == "redis-py":
+            from engine_service.store.redis.redispy import RedisPy
+
+            self._conn = RedisPy(url, mode == "cluster", common, retry_seconds, wait_replicas,
+                                 wait_timeout_ms)  # fmt: skip
+        elif client == "glide":
+            from engine_service.store.redis.glide import Glide
+
+            self._conn = Glide(url, mode == "cluster", timeout, retry_seconds, wait_replicas,
+                               wait_timeout_ms)  # fmt: skip
+        elif client == "coredis":
+            from engine_service.store.redis.coredis import Coredis
+
+            self._conn = Coredis(url, mode == "cluster", timeout, retry_seconds, wait_replicas,
+                                 wait_timeout_ms)  # fmt: skip
+        else:
+            raise ValueError(f"Redis client must be one of {', '.join(CLIENTS)}, not {client!r}")
         st = self.settings
         idle_ms = st.idle_ttl * 1000
         # The commit script's last arguments (commit.lua), the same for every commit
-        self._commit_settings = bulks((st.window, idle_ms, idle_ms + idle_ms // LEASE_MARGIN,
-                                       st.finished_ttl, st.finished_window_ttl, NEWS_LENGTH))  # fmt: skip
+        self._commit_tail = (st.window, idle_ms, idle_ms + idle_ms // LEASE_MARGIN,
+                             st.finished_ttl, st.finished_window_ttl, NEWS_LENGTH)  # fmt: skip
         self._retry_seconds = retry_seconds
         self._max_block_ms = max(1, int((timeout or 10.0) * 500))  # within a round trip's time
         self._tidy_cursor = [""] * keys.BUCKETS
@@ -92,37 +113,13 @@ class RedisCore(Store):
     async def _script(
         self,
         script: scripts.Script,
-        keys_: list[str] | tuple[str, ...],
-        args: Any,
-        extra: bytes = b"",
-        replies: int = 1,
+        keys_: Sequence[str],
+        args: Sequence[Arg],
+        *,
+        wait: bool = False,
     ) -> list[Any]:
-        """EVALSHA on the hot path (plus ``extra`` commands after it on the same connection);
-        EVAL (which also caches it) on a Redis that does not know the script: restarted,
-        flushed, or a replica promoted by a failover."""
-        body = bulks((*keys_, *args))
-        return await self._packed_script(
-            script, keys_[0], len(keys_), len(keys_) + len(args), body, extra, replies
-        )
-
-    async def _packed_script(
-        self, script: scripts.Script, key: str, nkeys: int, items: int, body: bytes,
-        extra: bytes, replies: int, head: bytes = b"",
-    ) -> list[Any]:  # fmt: skip
-        """``_script`` with the keys and arguments (``items`` of them, ``nkeys`` keys, the
-        first ``key``) packed already (``body``); ``head``: the EVALSHA command's start, if
-        the caller has it packed too."""
-        head = head or b"*%d\r\n" % (items + 3) + bulks(("EVALSHA", script.sha, nkeys))
-        try:
-            return await self._guard(self._hot.call(key, head + body + extra, replies))
-        except StoreError as e:
-            if not isinstance(e.__cause__, NoScriptError):  # (NOSCRIPT: nothing was run)
-                raise
-        head = b"*%d\r\n" % (items + 3) + bulks(("EVAL", script.source, nkeys))
-        return await self._guard(self._hot.call(key, head + body + extra, replies))
-
-    def _wait(self) -> bytes:
-        return pack("WAIT", self._wait_replicas, self._wait_timeout_ms)
+        """See Connection.script."""
+        return await self._conn.script(script, keys_, args, wait=wait)
 
     def _check_replicas(self, acked: Any, what: str) -> None:
         if int(acked) < self._wait_replicas:
@@ -138,16 +135,12 @@ class RedisCore(Store):
         if self._wait_replicas <= 0:
             return
         key = keys.game_keys(game_id)[0]
-        replies = await self._script(self._touch, (key,), (), self._wait(), 2)
+        replies = await self._script(self._touch, (key,), (), wait=True)
         self._check_replicas(replies[1], what)
 
     async def ping(self) -> None:
-        """One attempt, no retries: a health check wants the answer of now."""
-        if self.mode == "cluster":
-            await self._guard(self.r.ping())
-        else:
-            await self._guard(self._hot.call("", pack("PING"), retry=False))
+        await self._conn.ping()
 
     async def close(self) -> None:
-        await self._hot.close()
+        await self._conn.close()
         await self.r.aclose()

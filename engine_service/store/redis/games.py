@@ -3,7 +3,6 @@ runs on every submit), idempotency keys, its window of updates and replay log, d
 
 from __future__ import annotations
 
-import functools
 import logging
 
 from engine_service.store import keys
@@ -20,30 +19,13 @@ from engine_service.store.base import (
 )
 from engine_service.store.redis import records, scripts
 from engine_service.store.redis.core import NEWS_LENGTH, RedisCore
-from engine_service.store.redis.resp import bulks, head, pack
 
 log = logging.getLogger("ascension.engine.store")
 
 _LOAD_FIELDS = ("version", "cid", "over", "state", "meta")
-_COMMIT_KEYS, _COMMIT_ITEMS = 7, 28  # (keys and arguments of commit.lua)
-_COMMIT_HEAD = b"*%d\r\n" % (_COMMIT_ITEMS + 3) + bulks(
-    ("EVALSHA", scripts.COMMIT.sha, _COMMIT_KEYS)
-)
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _commit_keys(game_id: str) -> bytes:
-    """The commit script's keys (see commit.lua) and first argument, packed: the same for each
-    commit of a game."""
-    ks = keys.game_keys(game_id)
-    b = keys.bucket_of(game_id)
-    _, active, ai = keys.index_keys(b)
-    return bulks((*ks, active, ai, keys.news_key(b), game_id))
-
-
 class RedisGames(RedisCore):
     _create = scripts.CREATE
-    _commit = scripts.COMMIT
+    _commit = scripts.COMMIT  # (run by the connection: Connection.commit)
     _load_if_changed = scripts.LOAD_IF_CHANGED
     _idempotent = scripts.IDEMPOTENT
     _update_at = scripts.UPDATE_AT
@@ -74,7 +56,7 @@ class RedisGames(RedisCore):
 
     async def load(self, game_id: str, *, fresh: bool = True) -> GameRecord | None:
         key = keys.game_keys(game_id)[0]
-        (row,) = await self._guard(self._hot.call(key, pack("HMGET", key, *_LOAD_FIELDS)))
+        row = await self._conn.command(key, "HMGET", key, *_LOAD_FIELDS)
         version, cid, over, state, meta = row
         if version is None:
             return None
@@ -88,7 +70,7 @@ class RedisGames(RedisCore):
         one, meta None unless asked for. None: no such game."""
         key = keys.game_keys(game_id)[0]
         args = (known_commit_id, "1" if want_meta else "0")
-        (row,) = await self._guard(self._script(self._load_if_changed, (key,), args))
+        (row,) = await self._script(self._load_if_changed, (key,), args)
         if row is None:
             return None
         state = row[3] if len(row) > 3 else None
@@ -97,37 +79,8 @@ class RedisGames(RedisCore):
         return version, cid, row[2] == b"1", state, meta
 
     async def commit(self, c: Commit) -> CommitResult:
-        ai = c.ai_pending or b""
-        enqueued = repr(c.enqueued_at) if ai else ""  # (read only with a payload)
-        ev, cid, parent, attempt = str(c.expected_version), c.commit_id, c.expected_commit_id, c.attempt
-        to_move, updated = str(c.to_move), str(c.updated_ms)
-        # Packed by hand, on every submit: bulks() cost as much as the rest of the commit.
-        text = (
-            f"${len(ev)}\r\n{ev}\r\n${len(parent)}\r\n{parent}\r\n${len(cid)}\r\n{cid}\r\n"
-            f"${len(attempt)}\r\n{attempt}\r\n$1\r\n{1 if c.over else 0}\r\n${len(to_move)}\r\n"
-            f"{to_move}\r\n${len(updated)}\r\n{updated}\r\n${len(enqueued)}\r\n{enqueued}\r\n"
-        )  # fmt: skip
-        if text.isascii():
-            packed_text = text.encode()
-        else:  # (some length above is not its UTF-8's)
-            packed_text = bulks((ev, parent, cid, attempt, 1 if c.over else 0, to_move, updated,
-                                  enqueued))  # fmt: skip
-        entry = keys.pack_window_entry(
-            c.expected_version + 1, c.over, cid, parent, c.update, attempt
-        )
-        log_entry, idem, fp = keys.pack_log_entry(c.seat, c.action), c.idem_key.encode(), c.fingerprint
-        crlf = b"\r\n"
-        body = b"".join((
-            _commit_keys(c.game_id), packed_text,
-            head(len(c.state)), c.state, crlf, head(len(entry)), entry, crlf,
-            head(len(log_entry)), log_entry, crlf, head(len(idem)), idem, crlf,
-            head(len(fp)), fp, crlf, head(len(ai)), ai, crlf, self._commit_settings,
-        ))  # fmt: skip
-        wait = self._wait() if self._wait_replicas > 0 else b""
-        replies = await self._packed_script(
-            self._commit, keys.game_keys(c.game_id)[0], _COMMIT_KEYS, _COMMIT_ITEMS, body, wait,
-            2 if wait else 1, _COMMIT_HEAD,
-        )  # fmt: skip
+        wait = self._wait_replicas > 0
+        replies = await self._conn.commit(c, self._commit_tail, wait=wait)
         res = replies[0]
         status = CommitStatus(res[0].decode())
         version = records.version(c.game_id, res[1])
@@ -145,7 +98,7 @@ class RedisGames(RedisCore):
         ):
             status = CommitStatus.OK
             await self._confirm(c.game_id, what)
-            wait = b""
+            wait = False
         if status is CommitStatus.OK and wait:
             self._check_replicas(replies[1], what)
         if status is CommitStatus.OK and (c.over or (c.expected_version + 1) % keys.LOG_CHUNK == 0):
@@ -159,7 +112,7 @@ class RedisGames(RedisCore):
         it is). Best effort: a log not compressed reads the same."""
         log_key = keys.game_keys(game_id)[2]
         try:
-            (stored,) = await self._guard(self._hot.call(log_key, pack("GET", log_key)))
+            stored = await self._conn.command(log_key, "GET", log_key)
             if stored:
                 packed = keys.pack_log(keys.unpack_log_bytes(stored), over)
                 await self._script(self._replace, (log_key,), (len(stored), packed))
@@ -170,9 +123,8 @@ class RedisGames(RedisCore):
         idem = keys.game_keys(game_id)[3]
         confirm = "1" if self._wait_replicas > 0 else "0"
         replies = await self._script(
-            self._idempotent, (idem,), (key, confirm), self._wait() if confirm == "1" else b"",
-            2 if confirm == "1" else 1,
-        )  # fmt: skip
+            self._idempotent, (idem,), (key, confirm), wait=confirm == "1"
+        )
         raw = replies[0]
         if raw is None:
             return None
@@ -210,13 +162,13 @@ class RedisGames(RedisCore):
 
     async def first_update_version(self, game_id: str) -> int | None:
         window = keys.game_keys(game_id)[1]
-        (first,) = await self._guard(self._hot.call(window, pack("LINDEX", window, 0)))
+        first = await self._conn.command(window, "LINDEX", window, 0)
         ups = [] if first is None else records.readable([first], game_id)
         return ups[0].version if ups else None
 
     async def action_log(self, game_id: str) -> list[tuple[int, int]]:
         log_key = keys.game_keys(game_id)[2]
-        (raw,) = await self._guard(self._hot.call(log_key, pack("GET", log_key)))
+        raw = await self._conn.command(log_key, "GET", log_key)
         try:
             return keys.unpack_log(raw or b"")
         except UnreadableData as e:

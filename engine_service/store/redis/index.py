@@ -16,7 +16,6 @@ from engine_service.store import keys
 from engine_service.store.base import GameSummaryRecord, PendingAI, StoreError
 from engine_service.store.redis import records, scripts
 from engine_service.store.redis.core import RedisCore
-from engine_service.store.redis.resp import pack
 
 log = logging.getLogger("ascension.engine.store")
 
@@ -110,10 +109,7 @@ class RedisIndex(RedisCore):
 
     async def claim_redispatch(self, game_id: str, old_payload: bytes, new_payload: bytes) -> bool:
         key = keys.game_keys(game_id)[0]
-        try:
-            (rec,) = await self._hot.call(key, pack("HGET", key, "ai"))
-        except (RedisError, RedisClusterException) as e:
-            raise StoreError(f"redis: {e}") from e
+        rec = await self._conn.command(key, "HGET", key, "ai")
         if rec is None:
             return False
         version, _ = records.split_pending(rec)

@@ -1,12 +1,14 @@
-"""The connection layer of the store's hot path: connections per node, routing by key with
-the Cluster's redirections (MOVED, ASK) and pauses (TRYAGAIN, CLUSTERDOWN, a failover), one
-deadline per round trip, and retries of whole calls on a fresh connection."""
+"""The hand-written connection (``client="hand"``): redis-py's connections and reply parser
+under a layer of the store's own: connections per node, routing by key with the Cluster's
+redirections (MOVED, ASK) and pauses (TRYAGAIN, CLUSTERDOWN, a failover), one deadline per
+round trip, retries of whole calls on a fresh connection, and commands packed by hand."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio.retry import Retry
@@ -16,6 +18,7 @@ from redis.exceptions import (
     ClusterDownError,
     MaxConnectionsError,
     MovedError,
+    NoScriptError,
     RedisClusterException,
     RedisError,
     ResponseError,
@@ -28,6 +31,12 @@ from redis.exceptions import (
 from redis.exceptions import (
     TimeoutError as RedisTimeoutError,
 )
+
+from engine_service.store import keys
+from engine_service.store.base import Commit, StoreError
+from engine_service.store.redis import commit_args, scripts
+from engine_service.store.redis.connection import Arg, Connection
+from engine_service.store.redis.resp import bulks, pack
 
 log = logging.getLogger("ascension.engine.store")
 
@@ -254,3 +263,77 @@ class HotPath:
             for conn in conns:
                 await conn.disconnect()
 
+
+
+class HandWritten(Connection):
+    """The store's Connection on the HotPath."""
+
+    def __init__(
+        self, client: Any, cluster: bool, limit: int, timeout: float | None, retry_seconds: float,
+        wait_replicas: int, wait_timeout_ms: int,
+    ) -> None:  # fmt: skip
+        super().__init__(wait_replicas, wait_timeout_ms)
+        self.hot = HotPath(client, cluster, limit, timeout, retry_seconds)
+        self._client = client
+        self._cluster = cluster
+        self._wait = pack("WAIT", wait_replicas, wait_timeout_ms)
+        self._tails: dict[tuple[int, ...], bytes] = {}
+
+    async def _call(
+        self, key: str, packed: bytes, replies: int = 1, *, retry: bool = True
+    ) -> list[Any]:
+        try:
+            return await self.hot.call(key, packed, replies, retry=retry)
+        except (RedisError, RedisClusterException) as e:
+            raise StoreError(f"redis: {e}") from e
+
+    async def command(self, key: str, *args: Arg, retry: bool = True) -> Any:
+        (reply,) = await self._call(key, pack(*args), retry=retry)
+        return reply
+
+    async def script(
+        self, script: scripts.Script, keys: Sequence[str], args: Sequence[Arg], *, wait: bool = False
+    ) -> list[Any]:
+        body = bulks((*keys, *args))
+        return await self._packed_script(
+            script, keys[0], len(keys), len(keys) + len(args), body, wait
+        )
+
+    async def commit(self, c: Commit, tail: tuple[int, ...], *, wait: bool) -> list[Any]:
+        packed_tail = self._tails.get(tail)
+        if packed_tail is None:
+            packed_tail = self._tails[tail] = bulks(tail)
+        return await self._packed_script(
+            scripts.COMMIT, keys.game_keys(c.game_id)[0], commit_args.COMMIT_KEYS,
+            commit_args.COMMIT_ITEMS, commit_args.packed(c) + packed_tail, wait,
+            commit_args.COMMIT_HEAD,
+        )  # fmt: skip
+
+    async def _packed_script(
+        self, script: scripts.Script, key: str, nkeys: int, items: int, body: bytes, wait: bool,
+        head: bytes = b"",
+    ) -> list[Any]:  # fmt: skip
+        """``script`` with the keys and arguments (``items`` of them, ``nkeys`` keys, the
+        first ``key``) packed already (``body``); ``head``: the EVALSHA command's start, if
+        the caller has it packed too."""
+        extra, replies = (self._wait, 2) if wait else (b"", 1)
+        head = head or b"*%d\r\n" % (items + 3) + bulks(("EVALSHA", script.sha, nkeys))
+        try:
+            return await self._call(key, head + body + extra, replies)
+        except StoreError as e:
+            if not isinstance(e.__cause__, NoScriptError):  # (NOSCRIPT: nothing was run)
+                raise
+        head = b"*%d\r\n" % (items + 3) + bulks(("EVAL", script.source, nkeys))
+        return await self._call(key, head + body + extra, replies)
+
+    async def ping(self) -> None:
+        if self._cluster:
+            try:
+                await self._client.ping()
+            except (RedisError, RedisClusterException) as e:
+                raise StoreError(f"redis: {e}") from e
+        else:
+            await self._call("", pack("PING"), retry=False)
+
+    async def close(self) -> None:
+        await self.hot.close()

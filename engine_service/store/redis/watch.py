@@ -13,7 +13,6 @@ from engine_service.store import keys
 from engine_service.store.base import StoredUpdate, StoreError, UnreadableData
 from engine_service.store.redis import records, scripts
 from engine_service.store.redis.core import NEWS_LENGTH, RedisCore
-from engine_service.store.redis.resp import pack
 
 log = logging.getLogger("ascension.engine.store")
 
@@ -94,10 +93,10 @@ class RedisWatch(RedisCore):
             # store still holds what it read (a failover may have lost the last commits), then
             # reads on.
             wait = ("BLOCK", min(left, self._max_block_ms)) if left > 0 else ()  # (else: a look)
-            block = pack("XREAD", "COUNT", NEWS_LENGTH, *wait, "STREAMS", *last_ids,
-                          *last_ids.values())  # fmt: skip
             unread = False
-            (res,) = await self._guard(self._hot.call(next(iter(last_ids)), block, retry=False))
+            res = await self._conn.command(next(iter(last_ids)), "XREAD", "COUNT", NEWS_LENGTH,
+                                           *wait, "STREAMS", *last_ids, *last_ids.values(),
+                                           retry=False)  # fmt: skip
             if not res:
                 continue
             # RESP3 answers a map (stream -> entries), RESP2 a list of pairs
