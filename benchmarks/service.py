@@ -14,7 +14,7 @@ same load generator (grpc.aio clients, one game or key per client coroutine):
 3. the same with ``view_detail=VIEW_DETAIL_LEGAL_ACTIONS`` (answers without board and rules view);
 4. the engine with ``--processes N`` (default 2): N server processes on one port, each client
    on a connection of its own (the kernel spreads connections over the processes), full views;
-5. with ``--redis-clients hand,redis-py,glide``: instead of 2-4, the engine once per Redis client
+5. with ``--redis-clients hand,redis-py``: instead of 2-4, the engine once per Redis client
    library the store can use (``ENGINE_REDIS_CLIENT``), each in a server process of its own,
    the phases taking turns: the server CPU of a SubmitAction with each (docs/scaling.md, "The
    Redis client");

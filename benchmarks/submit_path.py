@@ -1,7 +1,7 @@
 """The engine's work per SubmitAction, counted in one process: for instruction counts.
 
     python benchmarks/submit_path.py [--submits 500] [--games 8] [--redis-url URL] [--wire]
-                                     [--redis-client hand|redis-py|glide|coredis]
+                                     [--redis-client hand|redis-py]
     valgrind --tool=callgrind --callgrind-out-file=/dev/null python benchmarks/submit_path.py ...
     python benchmarks/submit_path.py --script [--rounds 4] [--commits 2000]
 

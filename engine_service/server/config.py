@@ -81,7 +81,7 @@ OPTIONS: tuple[Option, ...] = (
         "redis_client",
         str,
         "hand",
-        "the store's Redis client: hand (its own connection layer), redis-py, glide or coredis",
+        "the store's Redis client: hand (its own connection layer) or redis-py",
     ),
     Option(
         "ENGINE_REDIS_RETRY_SECONDS",
@@ -370,8 +370,8 @@ class Settings:
             problems.append("ENGINE_METRICS_PORT must be 0..65535")
         if self.redis_mode not in ("standalone", "cluster"):
             problems.append("ENGINE_REDIS_MODE must be standalone or cluster")
-        if self.redis_client not in ("hand", "redis-py", "glide", "coredis"):
-            problems.append("ENGINE_REDIS_CLIENT must be hand, redis-py, glide or coredis")
+        if self.redis_client not in ("hand", "redis-py"):
+            problems.append("ENGINE_REDIS_CLIENT must be hand or redis-py")
         if self.redis_mode == "cluster" and not self.redis_url:
             problems.append("ENGINE_REDIS_MODE=cluster needs REDIS_URL (any node of the cluster)")
         if self.ai_dispatch not in ("auto", "celery", "local", "off"):

@@ -25,7 +25,7 @@ NEWS_LENGTH = 256  # entries a bucket's news stream keeps (about: it is trimmed 
 # An unfinished game's keys live its idle time after its last move, and up to 1/LEASE_MARGIN
 # of it longer: their expiry is renewed once per that margin, not at every move (commit.lua).
 LEASE_MARGIN = 256
-CLIENTS = ("hand", "redis-py", "glide", "coredis")  # the Connection implementations (``client``)
+CLIENTS = ("hand", "redis-py")  # the Connection implementations (``client``)
 
 
 class RedisCore(Store):
@@ -79,16 +79,6 @@ class RedisCore(Store):
             from engine_service.store.redis.redispy import RedisPy
 
             self._conn = RedisPy(url, mode == "cluster", common, retry_seconds, wait_replicas,
-                                 wait_timeout_ms)  # fmt: skip
-        elif client == "glide":
-            from engine_service.store.redis.glide import Glide
-
-            self._conn = Glide(url, mode == "cluster", timeout, retry_seconds, wait_replicas,
-                               wait_timeout_ms)  # fmt: skip
-        elif client == "coredis":
-            from engine_service.store.redis.coredis import Coredis
-
-            self._conn = Coredis(url, mode == "cluster", timeout, retry_seconds, wait_replicas,
                                  wait_timeout_ms)  # fmt: skip
         else:
             raise ValueError(f"Redis client must be one of {', '.join(CLIENTS)}, not {client!r}")
