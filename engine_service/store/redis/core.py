@@ -1,6 +1,7 @@
-"""What every part of the Redis store shares: the client and the hot path's connections, the
-settings as the scripts take them, and running a script (EVALSHA, else EVAL) with the
-confirmation by replicas (WAIT) that follows a write when ``wait_replicas`` asks for it."""
+"""What every part of the Redis store shares: its connection (``connection.py``, the client
+library chosen by ``client``), redis-py's client for the walkers over the buckets, the settings
+as the scripts take them, and the confirmation by replicas (WAIT) that follows a write when
+``wait_replicas`` asks for it."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@
 --       (the update, see keys.pack_window_entry), 12 log entry, 13 idem key, 14 fingerprint,
 --       15 ai payload, 16 window, 17 idle ttl (ms), 18 lease (ms), 19 finished ttl,
 --       20 finished window ttl, 21 news length (in this order: the store packs the game's, the
---       text, the bytes and its settings apart, see RedisGames.commit)
+--       text, the bytes and its settings apart, see commit_args.py)
 -- Returns {status, version, cid} ('ok', 'conflict', 'missing'), or {'duplicate', version,
 -- cid, what the idempotency key wrote}.
 local cur = redis.call('HMGET', KEYS[1], 'version', 'cid', 'at')
