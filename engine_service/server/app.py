@@ -163,6 +163,7 @@ def build_store(settings: Settings, metrics: Metrics) -> CachingStore:
         retry_seconds=settings.redis_retry_seconds,
         wait_replicas=settings.redis_wait_replicas,
         wait_timeout_ms=settings.redis_wait_timeout_ms,
+        client=settings.redis_client,
     )
 
     def on_rollback(game_id: str, seen: str) -> None:

@@ -77,6 +77,13 @@ OPTIONS: tuple[Option, ...] = (
         "how long a commit waits for those replicas",
     ),
     Option(
+        "ENGINE_REDIS_CLIENT",
+        "redis_client",
+        str,
+        "hand",
+        "the store's Redis client: hand (its own connection layer) or redis-py",
+    ),
+    Option(
         "ENGINE_REDIS_RETRY_SECONDS",
         "redis_retry_seconds",
         float,
@@ -244,6 +251,7 @@ class Settings:
     redis_wait_replicas: int = 0
     redis_wait_timeout_ms: int = 1000
     redis_retry_seconds: float = 5.0
+    redis_client: str = "hand"
     store_startup_seconds: float = 0.0
     host: str = "127.0.0.1"
     event_loop: str = "auto"
@@ -368,6 +376,8 @@ class Settings:
             problems.append("ENGINE_METRICS_PORT must be 0..65535")
         if self.redis_mode not in ("standalone", "cluster"):
             problems.append("ENGINE_REDIS_MODE must be standalone or cluster")
+        if self.redis_client not in ("hand", "redis-py"):
+            problems.append("ENGINE_REDIS_CLIENT must be hand or redis-py")
         if self.redis_mode == "cluster" and not self.redis_url:
             problems.append("ENGINE_REDIS_MODE=cluster needs REDIS_URL (any node of the cluster)")
         if self.ai_dispatch not in ("auto", "celery", "local", "off"):

@@ -501,6 +501,7 @@ def test_build_context_builds_the_package_with_its_console_scripts_and_card_data
         for name in image_wheel
     )
     assert any(name.endswith(".dist-info/entry_points.txt") for name in image_wheel)
+    assert "engine_service/store/redis/lua/commit.lua" in image_wheel  # (the store's scripts)
 
 
 @WHEEL_BUILD
