@@ -70,10 +70,12 @@ def hide_differently(s: State, seat: int, seed: int) -> State:
         if q == seat:
             x = R.shuffle(x, t.decks[q])
         else:
-            pool = t.hands[q] + t.decks[q]
+            pool = t.hands[q] + t.decks[q]  # but the cards known to be in the hand
+            for c in t.known[q]:
+                pool.remove(c)
             x = R.shuffle(x, pool)
-            k = len(t.hands[q])
-            t.hands[q], t.decks[q] = pool[:k], pool[k:]
+            k = len(t.hands[q]) - len(t.known[q])
+            t.hands[q], t.decks[q] = t.known[q] + pool[:k], pool[k:]
     x = R.shuffle(x, t.center_deck)
     x = R.shuffle(x, t.bag)
     t.rng = R.step(x)
@@ -89,14 +91,15 @@ def test_a_view_depends_only_on_what_the_seat_may_know(seed: int) -> None:
         assert rules.view(s, seat).serialize() == rules.view(other, seat).serialize()
 
 
-def test_a_view_shows_own_hand_and_only_counts_of_others() -> None:
+def test_a_view_shows_own_hand_and_of_others_only_counts_and_what_all_know() -> None:
     s = midgame()
+    assert s.known[0] or s.known[2]  # (a deck has run out by then)
     v = rules.view(s, 1)
     assert Counter(v.state.hands[1]) == Counter(s.hands[1])
     assert v.hand_counts == [len(h) for h in s.hands]
-    assert v.state.hands[0] == [] and v.state.hands[2] == []
+    assert v.state.hands[0] == s.known[0] and v.state.hands[2] == s.known[2]
     spectator = rules.view(s)
-    assert all(h == [] for h in spectator.state.hands)
+    assert spectator.state.hands == s.known
 
 
 def test_determinize_gives_a_full_state_consistent_with_the_view() -> None:
