@@ -41,3 +41,15 @@ def sample(vw: rules.View, seed: int) -> State:
     x = shuffle_top(x, s.center_deck, CENTER_TOP)
     s.rng = R.step(x) or 1
     return s
+
+
+def without_hand_knowledge(vw: rules.View) -> rules.View:
+    """The view as if nothing were known of the other seats' hands: their known cards back
+    with their decks (``SearchOptions.hand_knowledge`` off, for comparisons)."""
+    s = vw.state.clone()
+    for q in range(s.n):
+        if q != vw.seat:
+            s.decks[q] = sorted(s.hands[q] + s.decks[q])
+            s.hands[q] = []
+        s.known[q] = []
+    return rules.View(vw.seat, s, vw.hand_counts)
