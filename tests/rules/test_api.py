@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import zlib
 from collections import Counter
 
 import pytest
@@ -146,6 +147,37 @@ def test_states_written_by_format_2_are_still_read() -> None:
     assert rules.deserialize(old) == s
     new = rules.serialize(s)
     assert new[0] == 3 and len(new) < len(old) / 2 and rules.deserialize(new) == s
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_states_and_views_written_before_known_hands_are_read_with_nothing_known(fmt: int) -> None:
+    """A state stored (or a view sent) without the ``known`` field is read as one in which
+    no card is known to be in any hand: what every seat knew then is forgotten, never made up."""
+    import marshal
+
+    from engine_service.rules.serialize import _packed, primitive_index, to_primitive
+    from engine_service.rules.view import VIEW_FORMAT
+
+    s = midgame()
+    assert any(s.known)
+    old = _packed(to_primitive(s)) if fmt == 3 else to_primitive(s)
+    del old[primitive_index("known")]
+    data = bytes([fmt]) + marshal.dumps(old, 2)
+    back = rules.deserialize(data)
+    assert back.known == [[] for _ in range(s.n)]
+    back.known = s.known
+    assert back == s
+    vw = rules.view(s, 0)
+    vw.state.known = [[] for _ in range(s.n)]  # a view as written then: no known cards in it
+    for q in range(1, s.n):
+        vw.state.decks[q] = sorted(vw.state.hands[q] + vw.state.decks[q])
+        vw.state.hands[q] = []
+    p = to_primitive(vw.state)
+    del p[primitive_index("known")]
+    blob = marshal.dumps([0, vw.hand_counts, p], 2)
+    read = rules.View.deserialize(bytes([VIEW_FORMAT]) + zlib.crc32(blob).to_bytes(4, "big") + blob)
+    assert read.state == vw.state
+    assert [len(h) for h in rules.determinize(read, 1).hands] == vw.hand_counts
 
 
 def test_states_written_with_marshal_back_references_are_still_read() -> None:
