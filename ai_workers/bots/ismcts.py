@@ -48,7 +48,7 @@ from typing import Any
 from ai_workers.bots.evaluation import WEIGHT_SETS, evaluate, evaluate_projection
 from ai_workers.bots.knowledge import Knowledge, knowledge
 from ai_workers.bots.policy import best_action, forced_action, rollout_action
-from ai_workers.bots.sampling import sample
+from ai_workers.bots.sampling import sample, without_hand_knowledge
 from ai_workers.bots.seeding import decision_seed
 from ai_workers.bots.settings import BotSettings
 from engine_service import rules
@@ -84,6 +84,9 @@ class SearchOptions:
     fast: bool = True  # sample only the top of the center deck; play cards without listing
     weights: str = "heuristic"  # the evaluation's weight set (evaluation.WEIGHT_SETS)
     workers: int = 1  # processes searching each decision (root parallelism: root_parallel.py)
+    # sample the other hands keeping the cards every seat knows to be there (State.known);
+    # False: as if nothing were known of them (to measure what the knowledge is worth)
+    hand_knowledge: bool = True
 
     def __post_init__(self) -> None:
         if self.backup not in BACKUPS:
@@ -173,6 +176,8 @@ def search(
         if f is not None or len(legal) == 1:
             action = legal[0] if f is None else f
             return SearchResult(action, 0, time.perf_counter() - start, {}, {})
+    if not options.hand_knowledge:
+        view = without_hand_knowledge(view)
     rnd = random.Random(decision_seed(view, settings.seed))
     max_iter = settings.iterations or (1 << 62)
     deadline = start + settings.budget_ms / 1000.0

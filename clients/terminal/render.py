@@ -266,6 +266,9 @@ def opponents(view: GameView, catalog: Catalog, me: int, layout: Layout) -> Grou
         t = seat_text(view, s.seat, me)
         t.append(": ")
         t.append_text(_seat_summary(view, s.seat))
+        if s.hand_known:  # revealed and returned, or drawn as its deck ran out
+            t.append(" · known in hand: ")
+            t.append_text(card_list(catalog, s.hand_known))
         in_play = list(s.constructs) + list(s.ongoing)
         if in_play:
             t.append(" · in play: ")

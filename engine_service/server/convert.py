@@ -1,5 +1,6 @@
 """Rules state -> protobuf messages. Hidden information stays hidden: a seat sees its own hand
-only, a spectator sees no hand; deck orders, the center deck and the Treasure Bag are counts."""
+only, a spectator sees no hand, but every view has the cards every seat knows to be in each
+hand (``hand_known``); deck orders, the center deck and the Treasure Bag are counts."""
 
 from __future__ import annotations
 
@@ -154,7 +155,7 @@ def _fill_board(b: pb.Board, s: State, viewer: int) -> None:
         b.runes = s.runes
     if s.power:
         b.power = s.power
-    add_seat, coins = b.seats.add, s.coins
+    add_seat, coins, known = b.seats.add, s.coins, s.known
     for q in range(s.n):
         m = add_seat()
         m.seat = q
@@ -163,6 +164,8 @@ def _fill_board(b: pb.Board, s: State, viewer: int) -> None:
             if q == viewer:
                 m.hand.extend(hand)
             m.hand_count = len(hand)
+            if known[q]:
+                m.hand_known.extend(known[q])
         if deck:
             m.deck_count = len(deck)
         if discard:

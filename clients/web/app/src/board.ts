@@ -305,6 +305,8 @@ function seatPanel(ctx: Ctx, s: SeatState, mine: boolean): HTMLElement {
     h("h3", {}, h("span", { class: `dot seat-${s.seat}`, "aria-hidden": "true" }), title, active ? h("span", { class: "badge" }, "playing") : null),
     seatStats(ctx, s),
     mine ? cardRow(ctx, "Your hand", s.hand, "hand", "empty") : null,
+    // cards every seat knows to be in that hand (revealed and returned, or drawn as its deck ran out)
+    !mine && s.handKnown.length ? cardRow(ctx, "Known in hand", s.handKnown, null) : null,
     s.played.length || mine ? cardRow(ctx, mine ? "Played this turn" : "Played", s.played, null) : null,
     inPlay.length || mine ? cardRow(ctx, "Constructs and Ongoing", inPlay, "construct") : null,
     s.treasures.length || s.coins.length

@@ -56,7 +56,7 @@ class LegalAction(_message.Message):
     def __init__(self, id: _Optional[int] = ..., kind: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
 
 class SeatState(_message.Message):
-    __slots__ = ("seat", "hand", "hand_count", "deck_count", "discard_count", "discard", "constructs", "ongoing", "treasures", "coins", "crew", "honor_tokens", "ship_space", "played")
+    __slots__ = ("seat", "hand", "hand_count", "deck_count", "discard_count", "discard", "constructs", "ongoing", "treasures", "coins", "crew", "honor_tokens", "ship_space", "played", "hand_known")
     SEAT_FIELD_NUMBER: _ClassVar[int]
     HAND_FIELD_NUMBER: _ClassVar[int]
     HAND_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +71,7 @@ class SeatState(_message.Message):
     HONOR_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SHIP_SPACE_FIELD_NUMBER: _ClassVar[int]
     PLAYED_FIELD_NUMBER: _ClassVar[int]
+    HAND_KNOWN_FIELD_NUMBER: _ClassVar[int]
     seat: int
     hand: _containers.RepeatedScalarFieldContainer[int]
     hand_count: int
@@ -85,7 +86,8 @@ class SeatState(_message.Message):
     honor_tokens: int
     ship_space: int
     played: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, seat: _Optional[int] = ..., hand: _Optional[_Iterable[int]] = ..., hand_count: _Optional[int] = ..., deck_count: _Optional[int] = ..., discard_count: _Optional[int] = ..., discard: _Optional[_Iterable[int]] = ..., constructs: _Optional[_Iterable[int]] = ..., ongoing: _Optional[_Iterable[int]] = ..., treasures: _Optional[_Iterable[int]] = ..., coins: _Optional[_Iterable[_Union[Coin, _Mapping]]] = ..., crew: _Optional[int] = ..., honor_tokens: _Optional[int] = ..., ship_space: _Optional[int] = ..., played: _Optional[_Iterable[int]] = ...) -> None: ...
+    hand_known: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, seat: _Optional[int] = ..., hand: _Optional[_Iterable[int]] = ..., hand_count: _Optional[int] = ..., deck_count: _Optional[int] = ..., discard_count: _Optional[int] = ..., discard: _Optional[_Iterable[int]] = ..., constructs: _Optional[_Iterable[int]] = ..., ongoing: _Optional[_Iterable[int]] = ..., treasures: _Optional[_Iterable[int]] = ..., coins: _Optional[_Iterable[_Union[Coin, _Mapping]]] = ..., crew: _Optional[int] = ..., honor_tokens: _Optional[int] = ..., ship_space: _Optional[int] = ..., played: _Optional[_Iterable[int]] = ..., hand_known: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CenterSpace(_message.Message):
     __slots__ = ("space", "card", "treasures_under")
