@@ -8,7 +8,7 @@ field is wrong and what would be right.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -84,18 +84,3 @@ class BotSettings:
             kwargs["exploration"] = float(kwargs["exploration"])
         return BotSettings(**kwargs)
 
-
-def validate_bot_settings(
-    raw: Mapping[str, Any], known_bots: Iterable[str] | None = None
-) -> BotSettings:
-    """Validate settings for a seat at ``CreateGame``: fields, ranges, and the bot's name
-    against the installed bots (``ascension.bots`` entry points and the built-ins)."""
-    settings = BotSettings.from_payload(raw)
-    if known_bots is None:
-        from ai_workers.bots.registry import available_bots
-
-        known_bots = available_bots()
-    names = sorted(set(known_bots))
-    if settings.name not in names:
-        raise BotSettingsError(f"unknown bot {settings.name!r}; installed bots: {', '.join(names)}")
-    return settings

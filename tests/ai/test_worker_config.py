@@ -9,8 +9,11 @@ from ai_workers.bots.settings import MAX_TIME_MS
 
 
 def test_task_is_registered_by_name_with_late_acks_bounded_retries_and_time_limits() -> None:
-    from ai_workers.celery_app import app
+    from ai_workers.celery_app import TASK_MODULES, app
     from ai_workers.engine_client import TransientEngineError
+
+    assert app.conf.include == TASK_MODULES  # what a worker imports as it starts
+    app.loader.import_default_modules()
 
     task = app.tasks[config.TASK_NAME]
     assert config.TASK_NAME == "ascension.choose_move" and config.QUEUE == "ascension.moves"
