@@ -120,6 +120,9 @@ def run(cfg: config.WorkerConfig) -> int:
     _setup_telemetry(cfg)
     if cfg.metrics_port:
         _serve_metrics(cfg.metrics_port)
+    from ai_workers.bots.registry import describe_bots
+
+    logging.getLogger("ascension.worker").info("%s", describe_bots())
     node = cfg.node
     heartbeat.start(node, cfg.broker_url)
     argv = [

@@ -72,6 +72,14 @@ def where_bots_come_from() -> str:
     return f"the entry-point group {GROUP!r}{of}, and the built-ins"
 
 
+def describe_bots() -> str:
+    """What a worker logs at start."""
+    return (
+        f"bots: {', '.join(available_bots())}, from {where_bots_come_from()}; read at start: "
+        "restart to see bots installed or changed later"
+    )
+
+
 def unknown_bot_message(name: str, known: Iterable[str]) -> str:
     return (
         f"unknown bot {name!r}; installed bots: {', '.join(sorted(set(known)))}. Bots are read "
