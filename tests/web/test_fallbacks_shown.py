@@ -55,4 +55,4 @@ def test_a_failing_bots_fallback_moves_are_on_its_seat(browser: object, raiser_w
     assert "raiser" in (panel.get_attribute("aria-label") or "")
     assert "a bug" not in page.content()  # the bot's own message stays in the worker's log
     shot(page, "fallbacks-1280x800")
-    assert not page.errors, page.errors  # type: ignore[attr-defined]
+    assert not page.errors, page.errors
