@@ -13,6 +13,7 @@ from ai_workers.bots.settings import MAX_TIME_MS
 
 QUEUE = "ascension.moves"
 TASK_NAME = "ascension.choose_move"
+BROKER_SETTINGS = ("CELERY_BROKER_URL", "CELERY_BROKER_URL_FILE")  # either names the broker
 
 
 def _int(env: Mapping[str, str], key: str, default: int) -> int:

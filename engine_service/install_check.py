@@ -14,6 +14,7 @@ suite runs it in a fresh virtualenv holding the product without extras
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.metadata as md
 import importlib.util
@@ -98,6 +99,7 @@ def _imported(tree: ast.Module) -> list[tuple[str, bool]]:
     return out
 
 
+@functools.cache
 def _module_owners() -> dict[str, set[str]]:
     """Module name -> the installed distributions whose files hold it (or a module in it):
     a namespace package such as ``opentelemetry`` has many, ``opentelemetry.sdk`` one."""

@@ -93,6 +93,19 @@ def test_check_fails_without_a_worker(
     assert cli.main(["check", "--timeout", "0.5"]) == 1
 
 
+def test_check_without_a_broker_setting_says_so_and_probes_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in config.BROKER_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    pinged: list[object] = []
+    monkeypatch.setattr("celery.app.control.Control.ping", lambda *a, **k: pinged.append(a))
+    assert cli.main(["check", "--timeout", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "no broker set (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE)" in err
+    assert "check --local" in err and not pinged
+
+
 def test_log_lines_never_show_a_token(caplog: pytest.LogCaptureFixture) -> None:
     """Celery's pool logs message bodies at DEBUG: the worker's handlers mask token values."""
     import logging
