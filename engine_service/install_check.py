@@ -1,8 +1,9 @@
 """Is this installation whole? ``python -m engine_service.install_check`` exits 0 when
 
 - every package the product's code imports is one of its declared dependencies: the base
-  ones for imports at the top of a module, any extra's for an import inside a function (an
-  optional feature, e.g. tracing), so that an installation without extras works;
+  ones for imports at the top of a module, those of an optional feature's extra (tracing)
+  for an import inside a function, so that an installation without extras works (the
+  ``dev`` extra's tools never count);
 - every runtime module of the product imports in this environment, with the Celery broker's
   Redis transport (which Celery loads only when a worker connects) and hiredis;
 
@@ -42,7 +43,7 @@ def _normal(name: str) -> str:
 
 
 def declared() -> tuple[set[str], set[str]]:
-    """(base dependencies, dependencies of the extras), normalized names."""
+    """(base dependencies, dependencies of the optional features' extras), normalized."""
     base: set[str] = set()
     extras: set[str] = set()
     for requirement in md.requires(DISTRIBUTION) or []:
@@ -52,6 +53,8 @@ def declared() -> tuple[set[str], set[str]]:
         name = _normal(match.group(1))
         marker = requirement.partition(";")[2]
         names = {name, *INSTALLED_THROUGH.get(name, ())}
+        if re.search(r"extra\s*==\s*['\"]dev['\"]", marker):
+            continue  # the developers' tools
         (extras if "extra ==" in marker else base).update(names)
     return base, extras - base
 

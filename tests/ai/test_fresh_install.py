@@ -46,12 +46,18 @@ def test_the_install_check_wants_top_level_imports_from_the_base_dependencies(
     tmp_path: Path,
 ) -> None:
     assert check_of(tmp_path, "import grpc\nfrom redis.asyncio import Redis\n") == []
-    # pyyaml is a dependency of the dev extra only: at the top of a module, an installation
-    # without extras could not import it; inside a function (an optional feature), it may
-    (problem,) = check_of(tmp_path, "import yaml\n")
-    assert problem.startswith("engine_service.probe imports yaml (at the top of the module)")
+    # the tracing extra's packages: inside a function (the optional feature), not at the top
+    # of a module, which an installation without extras could not import
+    tracing = "from opentelemetry.sdk.trace import TracerProvider\n"
+    (problem,) = check_of(tmp_path, tracing)
+    assert problem.startswith(
+        "engine_service.probe imports opentelemetry.sdk.trace.TracerProvider (at the top of"
+    )
     assert "not among the base dependencies" in problem
-    assert check_of(tmp_path, "def f():\n    import yaml\n") == []
+    assert check_of(tmp_path, "def f():\n    " + tracing) == []
+    # the dev extra's tools (pyyaml) never: production installs no dev tools
+    (problem,) = check_of(tmp_path, "def f():\n    import yaml\n")
+    assert "(inside a function), from pyyaml" in problem
     (problem,) = check_of(tmp_path, "def f():\n    import no_such_package_here\n")
     assert "from no installed package" in problem
 
