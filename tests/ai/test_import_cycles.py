@@ -21,6 +21,9 @@ def modules(package: str) -> dict[str, Path]:
     for path in (ROOT / package).rglob("*.py"):
         if path.name.endswith(("_pb2.py", "_pb2_grpc.py")):
             continue
+        folders = path.relative_to(ROOT).parents[:-1]  # up to the package's own folder
+        if any(not (ROOT / folder / "__init__.py").exists() for folder in folders):
+            continue  # not a module of the package (e.g. the example plugin project)
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
