@@ -14,6 +14,7 @@ from engine_service.server.config_checks import broker_url_problem
 
 QUEUE = "ascension.moves"
 TASK_NAME = "ascension.choose_move"
+BROKER_SETTINGS = ("CELERY_BROKER_URL", "CELERY_BROKER_URL_FILE")  # either names the broker
 
 
 def _int(env: Mapping[str, str], key: str, default: int) -> int:
@@ -71,7 +72,7 @@ class WorkerConfig:
     decision_grace: float  # a decision ends within the seat's budget + this many seconds
     bot_load_seconds: float  # starting a bot process and loading a bot into it
     slots_per_bot: int  # of this node's slots, one plug-in bot may hold; 0 = all but one
-    quarantine_failures: int  # overruns in a row after which a bot is not asked (0 = never)
+    quarantine_failures: int  # misbehaviours in a row after which a bot is not asked (0 = never)
     quarantine_seconds: float  # how long a misbehaving bot is quarantined / held to one slot
 
     @property

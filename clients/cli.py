@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -335,6 +336,8 @@ def cmd_bots(args: argparse.Namespace, console: Console) -> int:
         # Report before the channel and the private engine are closed: nothing that happens
         # while they shut down can then take the results with it.
         console.print(bots_runner.results_table(cfg, results))
+        for note in bots_runner.fallback_notes(results):
+            console.print(f"[yellow](!) {escape(note)}[/]")
         failed = [r for r in results if not r.ok]
         for r in failed:
             console.print(f"[red]game {r.index} ({r.game_id or 'not created'}): {r.error}[/]")

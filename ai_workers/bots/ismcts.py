@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ai_workers.bots import root_parallel
 from ai_workers.bots.evaluation import WEIGHT_SETS, evaluate, evaluate_projection
 from ai_workers.bots.knowledge import Knowledge, knowledge
 from ai_workers.bots.policy import best_action, forced_action, rollout_action
@@ -348,6 +349,24 @@ def analyse(
     return cands
 
 
+def parallel_search(
+    view: rules.View, legal: list[int], settings: BotSettings, options: SearchOptions
+) -> SearchResult:
+    """Search with ``options.workers`` processes (this one included) and merge their roots
+    (``root_parallel.py``)."""
+    start = time.perf_counter()
+    shares = options.workers
+    one = replace(options, workers=1)
+    forced = forced_action(view.state, legal, knowledge(view.state.T)) is not None
+    if shares <= 1 or len(legal) == 1 or forced:
+        return search(view, legal, settings, one)  # answers at once, without a search
+    visits, values, iterations = root_parallel.merged_roots(
+        search, view, legal, settings, one, shares
+    )
+    action = max(legal, key=lambda a: (visits.get(a, 0), values.get(a, 0.0)))
+    return SearchResult(action, iterations, time.perf_counter() - start, visits, values)
+
+
 def _option_value(key: str, raw: object) -> object:
     kind = type(getattr(DEFAULT_OPTIONS, key))
     if kind is bool and isinstance(raw, str):
@@ -389,8 +408,6 @@ class ISMCTSBot:
             if kept is not None and kept[0].children(kept[1], view.seat):
                 tree, root = kept
         if self.options.workers > 1:
-            from ai_workers.bots.root_parallel import parallel_search  # imports this module
-
             result = parallel_search(view, legal, settings, self.options)
         else:
             result = search(view, legal, settings, self.options, tree=tree, root=root)

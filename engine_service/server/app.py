@@ -16,6 +16,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2
+from engine_service.server import bots
 from engine_service.server.analysis import Analyses
 from engine_service.server.auth import parse_keys
 from engine_service.server.config import Settings
@@ -278,6 +279,7 @@ async def serve(
     metrics_where = (
         f"metrics on :{settings.metrics_port}" if settings.metrics_port else "metrics off"
     )
+    log.info("%s", bots.describe_bots())
     if announce is not None:
         announce(address)
     else:

@@ -10,8 +10,8 @@ dispatched ``max_dispatches`` times and still unanswered after the stall time is
 the engine itself (the backstop for bots and workers that never answer): the first legal
 action of the AI seat, which is ending the turn or declining where that is allowed, submitted
 through ``Games.submit`` with a credential minted for that move (the engine never imports
-bot code),
-counted (``ascension_ai_fallback_moves_total``) and logged at WARNING.
+bot code), counted (``ascension_ai_fallback_moves_total``), logged at WARNING and stored with
+the game as the seat's fallback move (reason ``unanswered``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from engine_service.server.tokens import AiCredentials
 from engine_service.store import PendingAI, Store, StoreError
 
 log = logging.getLogger("ascension.engine.sweeper")
+UNANSWERED = "unanswered"  # the reason of the engine's own fallback moves (SeatInfo)
 GAUGE_SECONDS = 5.0
 BATCH = 200
 
@@ -137,6 +138,7 @@ class Sweeper:
                     action=action.id,
                     idempotency_key=fallback_key(p.game_id, seat, p.version),
                     view_detail=epb.VIEW_DETAIL_LEGAL_ACTIONS,
+                    fallback_reason=f"{UNANSWERED}: no worker answered in {attempts} dispatches",
                 )
             )
         except ServiceError as e:

@@ -10,6 +10,7 @@ from engine_service.rules.config import SET_CHOICES
 from engine_service.server import names
 from engine_service.server.bots import BotConfig, check_bot
 from engine_service.server.errors import invalid
+from engine_service.server.fallbacks import MAX_REASON
 from engine_service.server.ids import valid_game_id
 from engine_service.server.meta import AI, HUMAN, Seat
 
@@ -102,6 +103,10 @@ def submit(req: epb.SubmitActionRequest) -> None:
         )
     for i, t in enumerate(req.seat_tokens):
         token(t, f"seat_tokens[{i}]")
+    if len(req.fallback_reason) > MAX_REASON or not req.fallback_reason.isprintable():
+        raise invalid(
+            "fallback_reason", f"at most {MAX_REASON} printable characters, on one line"
+        )
 
 
 def page_size(value: int) -> int:

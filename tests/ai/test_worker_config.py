@@ -9,8 +9,11 @@ from ai_workers.bots.settings import MAX_TIME_MS
 
 
 def test_task_is_registered_by_name_with_late_acks_bounded_retries_and_time_limits() -> None:
-    from ai_workers.celery_app import app
+    from ai_workers.celery_app import TASK_MODULES, app
     from ai_workers.engine_client import TransientEngineError
+
+    assert app.conf.include == TASK_MODULES  # what a worker imports as it starts
+    app.loader.import_default_modules()
 
     task = app.tasks[config.TASK_NAME]
     assert config.TASK_NAME == "ascension.choose_move" and config.QUEUE == "ascension.moves"
@@ -89,6 +92,19 @@ def test_check_fails_without_a_worker(
 ) -> None:
     monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")  # nothing listens there
     assert cli.main(["check", "--timeout", "0.5"]) == 1
+
+
+def test_check_without_a_broker_setting_says_so_and_probes_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in config.BROKER_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    pinged: list[object] = []
+    monkeypatch.setattr("celery.app.control.Control.ping", lambda *a, **k: pinged.append(a))
+    assert cli.main(["check", "--timeout", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "no broker set (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE)" in err
+    assert "check --local" in err and not pinged
 
 
 def test_log_lines_never_show_a_token(caplog: pytest.LogCaptureFixture) -> None:

@@ -26,15 +26,15 @@ _sym_db = _symbol_database.Default()
 from . import game_pb2 as ascension_dot_v1_dot_game__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61scension/v1/engine.proto\x12\x0c\x61scension.v1\x1a\x17\x61scension/v1/game.proto\"c\n\x0b\x42otSettings\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\niterations\x18\x02 \x01(\x05\x12\x0f\n\x07time_ms\x18\x03 \x01(\x05\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\x13\n\x0b\x65xploration\x18\x05 \x01(\x01\"m\n\nSeatConfig\x12)\n\x04kind\x18\x01 \x01(\x0e\x32\x1b.ascension.v1.SeatInfo.Kind\x12\x0c\n\x04name\x18\x02 \x01(\t\x12&\n\x03\x62ot\x18\x03 \x01(\x0b\x32\x19.ascension.v1.BotSettings\"f\n\x11\x43reateGameRequest\x12\x0c\n\x04sets\x18\x01 \x01(\t\x12\'\n\x05seats\x18\x02 \x03(\x0b\x32\x18.ascension.v1.SeatConfig\x12\x11\n\x04seed\x18\x03 \x01(\x04H\x00\x88\x01\x01\x42\x07\n\x05_seed\"u\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0bseat_tokens\x18\x02 \x03(\t\x12\x13\n\x0b\x61\x64min_token\x18\x03 \x01(\t\x12$\n\x04view\x18\x04 \x01(\x0b\x32\x16.ascension.v1.GameView\"0\n\x0eGetGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"9\n\x17ListLegalActionsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"\x87\x01\n\x18ListLegalActionsResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0c\n\x04seat\x18\x03 \x01(\x05\x12\x0f\n\x07to_move\x18\x04 \x01(\x05\x12*\n\x07\x61\x63tions\x18\x05 \x03(\x0b\x32\x19.ascension.v1.LegalAction\"\xd8\x01\n\x13SubmitActionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x03 \x01(\x03\x12\x0e\n\x06\x61\x63tion\x18\x04 \x01(\r\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12-\n\x0bview_detail\x18\x06 \x01(\x0e\x32\x18.ascension.v1.ViewDetail\x12\x1a\n\x12\x65xpected_commit_id\x18\x07 \x01(\t\x12\x13\n\x0bseat_tokens\x18\x08 \x03(\t\"x\n\x14SubmitActionResponse\x12(\n\x06update\x18\x01 \x01(\x0b\x32\x18.ascension.v1.GameUpdate\x12$\n\x04view\x18\x02 \x01(\x0b\x32\x16.ascension.v1.GameView\x12\x10\n\x08replayed\x18\x03 \x01(\x08\"S\n\x10WatchGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x15\n\rafter_version\x18\x02 \x01(\x03\x12\x17\n\x0f\x61\x66ter_commit_id\x18\x03 \x01(\t\"N\n\x10ListGamesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x13\n\x0b\x61\x63tive_only\x18\x03 \x01(\x08\"\xc6\x01\n\x0bGameSummary\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04sets\x18\x02 \x01(\t\x12\x0f\n\x07players\x18\x03 \x01(\x05\x12\x0f\n\x07version\x18\x04 \x01(\x03\x12\x0f\n\x07to_move\x18\x05 \x01(\x05\x12\x0c\n\x04over\x18\x06 \x01(\x08\x12%\n\x05seats\x18\x07 \x03(\x0b\x32\x16.ascension.v1.SeatInfo\x12\x17\n\x0f\x63reated_unix_ms\x18\x08 \x01(\x03\x12\x17\n\x0fupdated_unix_ms\x18\t \x01(\x03\"V\n\x11ListGamesResponse\x12(\n\x05games\x18\x01 \x03(\x0b\x32\x19.ascension.v1.GameSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"#\n\x10GetReplayRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\";\n\nReplayStep\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\r\"\xf9\x01\n\x06Replay\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04sets\x18\x02 \x01(\t\x12\x0f\n\x07players\x18\x03 \x01(\x05\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\'\n\x05steps\x18\x05 \x03(\x0b\x32\x18.ascension.v1.ReplayStep\x12\x1b\n\x13\x63\x61talog_fingerprint\x18\x06 \x01(\t\x12\x0f\n\x07version\x18\x07 \x01(\x03\x12#\n\x06scores\x18\x08 \x03(\x0b\x32\x13.ascension.v1.Score\x12\x0e\n\x06winner\x18\t \x01(\x05\x12%\n\x05seats\x18\n \x03(\x0b\x32\x16.ascension.v1.SeatInfo\"9\n\x11\x44\x65leteGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0b\x61\x64min_token\x18\x02 \x01(\t\"\x14\n\x12\x44\x65leteGameResponse\"\x12\n\x10ListCardsRequest\"S\n\x11ListCardsResponse\x12\x1b\n\x13\x63\x61talog_fingerprint\x18\x01 \x01(\t\x12!\n\x05\x63\x61rds\x18\x02 \x03(\x0b\x32\x12.ascension.v1.Card\"K\n\x16\x41nalyzePositionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\x11\n\tbudget_ms\x18\x03 \x01(\x05\"a\n\x11\x41nalysisCandidate\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\r\x12\x0e\n\x06visits\x18\x02 \x01(\x05\x12\x17\n\x0fwin_probability\x18\x03 \x01(\x01\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\"\x94\x01\n\x17\x41nalyzePositionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x33\n\ncandidates\x18\x02 \x03(\x0b\x32\x1f.ascension.v1.AnalysisCandidate\x12\x0c\n\x04seat\x18\x03 \x01(\x05\x12\x11\n\tbudget_ms\x18\x04 \x01(\x05\x12\x12\n\niterations\x18\x05 \x01(\x03\"\xa4\x01\n\x15SubmitAnalysisRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0b\x61nalysis_id\x18\x02 \x01(\t\x12\r\n\x05token\x18\x03 \x01(\t\x12\x33\n\ncandidates\x18\x04 \x03(\x0b\x32\x1f.ascension.v1.AnalysisCandidate\x12\x12\n\niterations\x18\x05 \x01(\x03\x12\r\n\x05\x65rror\x18\x06 \x01(\t\"\x18\n\x16SubmitAnalysisResponse*A\n\nViewDetail\x12\x14\n\x10VIEW_DETAIL_FULL\x10\x00\x12\x1d\n\x19VIEW_DETAIL_LEGAL_ACTIONS\x10\x01\x32\x8a\x07\n\x06\x45ngine\x12O\n\nCreateGame\x12\x1f.ascension.v1.CreateGameRequest\x1a .ascension.v1.CreateGameResponse\x12?\n\x07GetGame\x12\x1c.ascension.v1.GetGameRequest\x1a\x16.ascension.v1.GameView\x12\x61\n\x10ListLegalActions\x12%.ascension.v1.ListLegalActionsRequest\x1a&.ascension.v1.ListLegalActionsResponse\x12U\n\x0cSubmitAction\x12!.ascension.v1.SubmitActionRequest\x1a\".ascension.v1.SubmitActionResponse\x12G\n\tWatchGame\x12\x1e.ascension.v1.WatchGameRequest\x1a\x18.ascension.v1.GameUpdate0\x01\x12L\n\tListGames\x12\x1e.ascension.v1.ListGamesRequest\x1a\x1f.ascension.v1.ListGamesResponse\x12\x41\n\tGetReplay\x12\x1e.ascension.v1.GetReplayRequest\x1a\x14.ascension.v1.Replay\x12O\n\nDeleteGame\x12\x1f.ascension.v1.DeleteGameRequest\x1a .ascension.v1.DeleteGameResponse\x12L\n\tListCards\x12\x1e.ascension.v1.ListCardsRequest\x1a\x1f.ascension.v1.ListCardsResponse\x12^\n\x0f\x41nalyzePosition\x12$.ascension.v1.AnalyzePositionRequest\x1a%.ascension.v1.AnalyzePositionResponse\x12[\n\x0eSubmitAnalysis\x12#.ascension.v1.SubmitAnalysisRequest\x1a$.ascension.v1.SubmitAnalysisResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x61scension/v1/engine.proto\x12\x0c\x61scension.v1\x1a\x17\x61scension/v1/game.proto\"c\n\x0b\x42otSettings\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\niterations\x18\x02 \x01(\x05\x12\x0f\n\x07time_ms\x18\x03 \x01(\x05\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\x13\n\x0b\x65xploration\x18\x05 \x01(\x01\"m\n\nSeatConfig\x12)\n\x04kind\x18\x01 \x01(\x0e\x32\x1b.ascension.v1.SeatInfo.Kind\x12\x0c\n\x04name\x18\x02 \x01(\t\x12&\n\x03\x62ot\x18\x03 \x01(\x0b\x32\x19.ascension.v1.BotSettings\"f\n\x11\x43reateGameRequest\x12\x0c\n\x04sets\x18\x01 \x01(\t\x12\'\n\x05seats\x18\x02 \x03(\x0b\x32\x18.ascension.v1.SeatConfig\x12\x11\n\x04seed\x18\x03 \x01(\x04H\x00\x88\x01\x01\x42\x07\n\x05_seed\"u\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0bseat_tokens\x18\x02 \x03(\t\x12\x13\n\x0b\x61\x64min_token\x18\x03 \x01(\t\x12$\n\x04view\x18\x04 \x01(\x0b\x32\x16.ascension.v1.GameView\"0\n\x0eGetGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"9\n\x17ListLegalActionsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\"\x87\x01\n\x18ListLegalActionsResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0c\n\x04seat\x18\x03 \x01(\x05\x12\x0f\n\x07to_move\x18\x04 \x01(\x05\x12*\n\x07\x61\x63tions\x18\x05 \x03(\x0b\x32\x19.ascension.v1.LegalAction\"\xf1\x01\n\x13SubmitActionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x03 \x01(\x03\x12\x0e\n\x06\x61\x63tion\x18\x04 \x01(\r\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12-\n\x0bview_detail\x18\x06 \x01(\x0e\x32\x18.ascension.v1.ViewDetail\x12\x1a\n\x12\x65xpected_commit_id\x18\x07 \x01(\t\x12\x13\n\x0bseat_tokens\x18\x08 \x03(\t\x12\x17\n\x0f\x66\x61llback_reason\x18\t \x01(\t\"x\n\x14SubmitActionResponse\x12(\n\x06update\x18\x01 \x01(\x0b\x32\x18.ascension.v1.GameUpdate\x12$\n\x04view\x18\x02 \x01(\x0b\x32\x16.ascension.v1.GameView\x12\x10\n\x08replayed\x18\x03 \x01(\x08\"S\n\x10WatchGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x15\n\rafter_version\x18\x02 \x01(\x03\x12\x17\n\x0f\x61\x66ter_commit_id\x18\x03 \x01(\t\"N\n\x10ListGamesRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\x12\x13\n\x0b\x61\x63tive_only\x18\x03 \x01(\x08\"\xc6\x01\n\x0bGameSummary\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04sets\x18\x02 \x01(\t\x12\x0f\n\x07players\x18\x03 \x01(\x05\x12\x0f\n\x07version\x18\x04 \x01(\x03\x12\x0f\n\x07to_move\x18\x05 \x01(\x05\x12\x0c\n\x04over\x18\x06 \x01(\x08\x12%\n\x05seats\x18\x07 \x03(\x0b\x32\x16.ascension.v1.SeatInfo\x12\x17\n\x0f\x63reated_unix_ms\x18\x08 \x01(\x03\x12\x17\n\x0fupdated_unix_ms\x18\t \x01(\x03\"V\n\x11ListGamesResponse\x12(\n\x05games\x18\x01 \x03(\x0b\x32\x19.ascension.v1.GameSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"#\n\x10GetReplayRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\";\n\nReplayStep\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\r\"\xf9\x01\n\x06Replay\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04sets\x18\x02 \x01(\t\x12\x0f\n\x07players\x18\x03 \x01(\x05\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\'\n\x05steps\x18\x05 \x03(\x0b\x32\x18.ascension.v1.ReplayStep\x12\x1b\n\x13\x63\x61talog_fingerprint\x18\x06 \x01(\t\x12\x0f\n\x07version\x18\x07 \x01(\x03\x12#\n\x06scores\x18\x08 \x03(\x0b\x32\x13.ascension.v1.Score\x12\x0e\n\x06winner\x18\t \x01(\x05\x12%\n\x05seats\x18\n \x03(\x0b\x32\x16.ascension.v1.SeatInfo\"9\n\x11\x44\x65leteGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0b\x61\x64min_token\x18\x02 \x01(\t\"\x14\n\x12\x44\x65leteGameResponse\"\x12\n\x10ListCardsRequest\"S\n\x11ListCardsResponse\x12\x1b\n\x13\x63\x61talog_fingerprint\x18\x01 \x01(\t\x12!\n\x05\x63\x61rds\x18\x02 \x03(\x0b\x32\x12.ascension.v1.Card\"K\n\x16\x41nalyzePositionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\x11\n\tbudget_ms\x18\x03 \x01(\x05\"a\n\x11\x41nalysisCandidate\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\r\x12\x0e\n\x06visits\x18\x02 \x01(\x05\x12\x17\n\x0fwin_probability\x18\x03 \x01(\x01\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\"\x94\x01\n\x17\x41nalyzePositionResponse\x12\x0f\n\x07version\x18\x01 \x01(\x03\x12\x33\n\ncandidates\x18\x02 \x03(\x0b\x32\x1f.ascension.v1.AnalysisCandidate\x12\x0c\n\x04seat\x18\x03 \x01(\x05\x12\x11\n\tbudget_ms\x18\x04 \x01(\x05\x12\x12\n\niterations\x18\x05 \x01(\x03\"\xa4\x01\n\x15SubmitAnalysisRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0b\x61nalysis_id\x18\x02 \x01(\t\x12\r\n\x05token\x18\x03 \x01(\t\x12\x33\n\ncandidates\x18\x04 \x03(\x0b\x32\x1f.ascension.v1.AnalysisCandidate\x12\x12\n\niterations\x18\x05 \x01(\x03\x12\r\n\x05\x65rror\x18\x06 \x01(\t\"\x18\n\x16SubmitAnalysisResponse*A\n\nViewDetail\x12\x14\n\x10VIEW_DETAIL_FULL\x10\x00\x12\x1d\n\x19VIEW_DETAIL_LEGAL_ACTIONS\x10\x01\x32\x8a\x07\n\x06\x45ngine\x12O\n\nCreateGame\x12\x1f.ascension.v1.CreateGameRequest\x1a .ascension.v1.CreateGameResponse\x12?\n\x07GetGame\x12\x1c.ascension.v1.GetGameRequest\x1a\x16.ascension.v1.GameView\x12\x61\n\x10ListLegalActions\x12%.ascension.v1.ListLegalActionsRequest\x1a&.ascension.v1.ListLegalActionsResponse\x12U\n\x0cSubmitAction\x12!.ascension.v1.SubmitActionRequest\x1a\".ascension.v1.SubmitActionResponse\x12G\n\tWatchGame\x12\x1e.ascension.v1.WatchGameRequest\x1a\x18.ascension.v1.GameUpdate0\x01\x12L\n\tListGames\x12\x1e.ascension.v1.ListGamesRequest\x1a\x1f.ascension.v1.ListGamesResponse\x12\x41\n\tGetReplay\x12\x1e.ascension.v1.GetReplayRequest\x1a\x14.ascension.v1.Replay\x12O\n\nDeleteGame\x12\x1f.ascension.v1.DeleteGameRequest\x1a .ascension.v1.DeleteGameResponse\x12L\n\tListCards\x12\x1e.ascension.v1.ListCardsRequest\x1a\x1f.ascension.v1.ListCardsResponse\x12^\n\x0f\x41nalyzePosition\x12$.ascension.v1.AnalyzePositionRequest\x1a%.ascension.v1.AnalyzePositionResponse\x12[\n\x0eSubmitAnalysis\x12#.ascension.v1.SubmitAnalysisRequest\x1a$.ascension.v1.SubmitAnalysisResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'engine_service.api.ascension.v1.engine_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_VIEWDETAIL']._serialized_start=2601
-  _globals['_VIEWDETAIL']._serialized_end=2666
+  _globals['_VIEWDETAIL']._serialized_start=2626
+  _globals['_VIEWDETAIL']._serialized_end=2691
   _globals['_BOTSETTINGS']._serialized_start=68
   _globals['_BOTSETTINGS']._serialized_end=167
   _globals['_SEATCONFIG']._serialized_start=169
@@ -50,41 +50,41 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTLEGALACTIONSRESPONSE']._serialized_start=613
   _globals['_LISTLEGALACTIONSRESPONSE']._serialized_end=748
   _globals['_SUBMITACTIONREQUEST']._serialized_start=751
-  _globals['_SUBMITACTIONREQUEST']._serialized_end=967
-  _globals['_SUBMITACTIONRESPONSE']._serialized_start=969
-  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1089
-  _globals['_WATCHGAMEREQUEST']._serialized_start=1091
-  _globals['_WATCHGAMEREQUEST']._serialized_end=1174
-  _globals['_LISTGAMESREQUEST']._serialized_start=1176
-  _globals['_LISTGAMESREQUEST']._serialized_end=1254
-  _globals['_GAMESUMMARY']._serialized_start=1257
-  _globals['_GAMESUMMARY']._serialized_end=1455
-  _globals['_LISTGAMESRESPONSE']._serialized_start=1457
-  _globals['_LISTGAMESRESPONSE']._serialized_end=1543
-  _globals['_GETREPLAYREQUEST']._serialized_start=1545
-  _globals['_GETREPLAYREQUEST']._serialized_end=1580
-  _globals['_REPLAYSTEP']._serialized_start=1582
-  _globals['_REPLAYSTEP']._serialized_end=1641
-  _globals['_REPLAY']._serialized_start=1644
-  _globals['_REPLAY']._serialized_end=1893
-  _globals['_DELETEGAMEREQUEST']._serialized_start=1895
-  _globals['_DELETEGAMEREQUEST']._serialized_end=1952
-  _globals['_DELETEGAMERESPONSE']._serialized_start=1954
-  _globals['_DELETEGAMERESPONSE']._serialized_end=1974
-  _globals['_LISTCARDSREQUEST']._serialized_start=1976
-  _globals['_LISTCARDSREQUEST']._serialized_end=1994
-  _globals['_LISTCARDSRESPONSE']._serialized_start=1996
-  _globals['_LISTCARDSRESPONSE']._serialized_end=2079
-  _globals['_ANALYZEPOSITIONREQUEST']._serialized_start=2081
-  _globals['_ANALYZEPOSITIONREQUEST']._serialized_end=2156
-  _globals['_ANALYSISCANDIDATE']._serialized_start=2158
-  _globals['_ANALYSISCANDIDATE']._serialized_end=2255
-  _globals['_ANALYZEPOSITIONRESPONSE']._serialized_start=2258
-  _globals['_ANALYZEPOSITIONRESPONSE']._serialized_end=2406
-  _globals['_SUBMITANALYSISREQUEST']._serialized_start=2409
-  _globals['_SUBMITANALYSISREQUEST']._serialized_end=2573
-  _globals['_SUBMITANALYSISRESPONSE']._serialized_start=2575
-  _globals['_SUBMITANALYSISRESPONSE']._serialized_end=2599
-  _globals['_ENGINE']._serialized_start=2669
-  _globals['_ENGINE']._serialized_end=3575
+  _globals['_SUBMITACTIONREQUEST']._serialized_end=992
+  _globals['_SUBMITACTIONRESPONSE']._serialized_start=994
+  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1114
+  _globals['_WATCHGAMEREQUEST']._serialized_start=1116
+  _globals['_WATCHGAMEREQUEST']._serialized_end=1199
+  _globals['_LISTGAMESREQUEST']._serialized_start=1201
+  _globals['_LISTGAMESREQUEST']._serialized_end=1279
+  _globals['_GAMESUMMARY']._serialized_start=1282
+  _globals['_GAMESUMMARY']._serialized_end=1480
+  _globals['_LISTGAMESRESPONSE']._serialized_start=1482
+  _globals['_LISTGAMESRESPONSE']._serialized_end=1568
+  _globals['_GETREPLAYREQUEST']._serialized_start=1570
+  _globals['_GETREPLAYREQUEST']._serialized_end=1605
+  _globals['_REPLAYSTEP']._serialized_start=1607
+  _globals['_REPLAYSTEP']._serialized_end=1666
+  _globals['_REPLAY']._serialized_start=1669
+  _globals['_REPLAY']._serialized_end=1918
+  _globals['_DELETEGAMEREQUEST']._serialized_start=1920
+  _globals['_DELETEGAMEREQUEST']._serialized_end=1977
+  _globals['_DELETEGAMERESPONSE']._serialized_start=1979
+  _globals['_DELETEGAMERESPONSE']._serialized_end=1999
+  _globals['_LISTCARDSREQUEST']._serialized_start=2001
+  _globals['_LISTCARDSREQUEST']._serialized_end=2019
+  _globals['_LISTCARDSRESPONSE']._serialized_start=2021
+  _globals['_LISTCARDSRESPONSE']._serialized_end=2104
+  _globals['_ANALYZEPOSITIONREQUEST']._serialized_start=2106
+  _globals['_ANALYZEPOSITIONREQUEST']._serialized_end=2181
+  _globals['_ANALYSISCANDIDATE']._serialized_start=2183
+  _globals['_ANALYSISCANDIDATE']._serialized_end=2280
+  _globals['_ANALYZEPOSITIONRESPONSE']._serialized_start=2283
+  _globals['_ANALYZEPOSITIONRESPONSE']._serialized_end=2431
+  _globals['_SUBMITANALYSISREQUEST']._serialized_start=2434
+  _globals['_SUBMITANALYSISREQUEST']._serialized_end=2598
+  _globals['_SUBMITANALYSISRESPONSE']._serialized_start=2600
+  _globals['_SUBMITANALYSISRESPONSE']._serialized_end=2624
+  _globals['_ENGINE']._serialized_start=2694
+  _globals['_ENGINE']._serialized_end=3600
 # @@protoc_insertion_point(module_scope)

@@ -142,7 +142,7 @@ class Score(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., cards: _Optional[int] = ..., tokens: _Optional[int] = ..., treasure: _Optional[int] = ..., coins: _Optional[int] = ..., card_text: _Optional[int] = ..., total: _Optional[int] = ...) -> None: ...
 
 class SeatInfo(_message.Message):
-    __slots__ = ("seat", "kind", "name", "bot_name")
+    __slots__ = ("seat", "kind", "name", "bot_name", "fallback_moves", "last_fallback_reason", "last_fallback_version")
     class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         KIND_UNSPECIFIED: _ClassVar[SeatInfo.Kind]
@@ -155,11 +155,17 @@ class SeatInfo(_message.Message):
     KIND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     BOT_NAME_FIELD_NUMBER: _ClassVar[int]
+    FALLBACK_MOVES_FIELD_NUMBER: _ClassVar[int]
+    LAST_FALLBACK_REASON_FIELD_NUMBER: _ClassVar[int]
+    LAST_FALLBACK_VERSION_FIELD_NUMBER: _ClassVar[int]
     seat: int
     kind: SeatInfo.Kind
     name: str
     bot_name: str
-    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot_name: _Optional[str] = ...) -> None: ...
+    fallback_moves: int
+    last_fallback_reason: str
+    last_fallback_version: int
+    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot_name: _Optional[str] = ..., fallback_moves: _Optional[int] = ..., last_fallback_reason: _Optional[str] = ..., last_fallback_version: _Optional[int] = ...) -> None: ...
 
 class Board(_message.Message):
     __slots__ = ("turn", "active_seat", "first_seat", "runes", "power", "seats", "center", "kraken", "ghost_pirate_space", "board_coin", "board_coin_space", "honor_pool", "final_round", "the_void", "mystic_pile", "heavy_infantry_pile", "center_deck_count", "treasure_bag_count", "decision")
