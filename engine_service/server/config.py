@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -428,9 +429,55 @@ class Settings:
             problems.append("LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
         problems.extend(self._security_problems())
         if not problems:  # then what files, URLs and addresses hold (config_checks.py)
-            problems.extend(config_checks.problems(self))
+            problems.extend(self._resource_problems())
         if problems:
             raise ValueError("; ".join(problems))
+
+    def _resource_problems(self) -> list[str]:
+        """What files, URLs and addresses hold, and limits its values alone do not show."""
+        out: list[str] = []
+        env_of = {o.attr: o.env for o in OPTIONS}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                out.append(f"{env_of[f.name]} must be a finite number")
+        grpc_int_max = config_checks.GRPC_INT_MAX
+        if self.max_message_bytes > grpc_int_max:
+            out.append(f"ENGINE_MAX_MESSAGE_BYTES must be at most {grpc_int_max}")
+        if self.max_pending_calls > grpc_int_max // 2:
+            out.append(f"ENGINE_MAX_PENDING_CALLS must be at most {grpc_int_max // 2}")
+        if self.metrics_port and self.metrics_port == self.grpc_port:
+            out.append("ENGINE_METRICS_PORT and ENGINE_GRPC_PORT must differ")
+        checks = [
+            config_checks.host_problem(self.host),
+            config_checks.advertise_problem(self.advertise_address)
+            if self.advertise_address
+            else None,
+            config_checks.redis_url_problem(self.redis_url, self.redis_mode)
+            if self.redis_url
+            else None,
+            config_checks.broker_url_problem(self.celery_broker_url)
+            if self.celery_broker_url
+            else None,
+            config_checks.local_target_problem(self.local_ai_target)
+            if self.dispatch_mode == "local"
+            else None,
+        ]
+        for prefix, cert, key in (
+            ("ENGINE_TLS", self.tls_cert_file, self.tls_key_file),
+            ("REDIS_TLS", self.redis_tls_cert_file, self.redis_tls_key_file),
+        ):
+            if cert and key:
+                checks.append(
+                    config_checks.key_pair_problem(f"{prefix}_CERT_FILE", cert, f"{prefix}_KEY_FILE", key)
+                )
+        for name, path in (
+            ("ENGINE_TLS_CLIENT_CA_FILE", self.tls_client_ca_file),
+            ("REDIS_TLS_CA_FILE", self.redis_tls_ca_file),
+        ):
+            if path:
+                checks.append(config_checks.certificates_problem(name, path))
+        return out + [c for c in checks if c]
 
     def _security_problems(self) -> list[str]:
         problems = []

@@ -8,16 +8,10 @@ line, before anything is started, rather than with a traceback later.
 from __future__ import annotations
 
 import importlib.util
-import math
 import socket
 import ssl
-from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-if TYPE_CHECKING:
-    from engine_service.server.config import Settings
 
 GRPC_INT_MAX = 2**31 - 1  # gRPC's channel arguments are C ints
 REDIS_SCHEMES = ("redis", "rediss", "unix")
@@ -153,48 +147,3 @@ def local_target_problem(target: str) -> str | None:
     if found is None:
         return f"ENGINE_LOCAL_AI_TARGET: no module {module!r} is installed"
     return None
-
-
-def problems(s: Settings) -> list[str]:
-    """Every problem of ``s`` that its values alone do not show."""
-    from engine_service.server.config import OPTIONS
-
-    out: list[str] = []
-    env_of = {o.attr: o.env for o in OPTIONS}
-    for f in fields(s):
-        value = getattr(s, f.name)
-        if isinstance(value, float) and not math.isfinite(value):
-            out.append(f"{env_of[f.name]} must be a finite number")
-    if s.max_message_bytes > GRPC_INT_MAX:
-        out.append(f"ENGINE_MAX_MESSAGE_BYTES must be at most {GRPC_INT_MAX}")
-    if s.max_pending_calls > GRPC_INT_MAX // 2:
-        out.append(f"ENGINE_MAX_PENDING_CALLS must be at most {GRPC_INT_MAX // 2}")
-    if s.metrics_port and s.metrics_port == s.grpc_port:
-        out.append("ENGINE_METRICS_PORT and ENGINE_GRPC_PORT must differ")
-    checks = [
-        host_problem(s.host),
-        advertise_problem(s.advertise_address) if s.advertise_address else None,
-        redis_url_problem(s.redis_url, s.redis_mode) if s.redis_url else None,
-        broker_url_problem(s.celery_broker_url) if s.celery_broker_url else None,
-        local_target_problem(s.local_ai_target) if s.dispatch_mode == "local" else None,
-        *_tls_problems(s),
-    ]
-    return out + [c for c in checks if c]
-
-
-def _tls_problems(s: Settings) -> list[str]:
-    """The files exist (checked before); here: what they hold."""
-    checks: list[str | None] = []
-    for prefix, cert, key in (
-        ("ENGINE_TLS", s.tls_cert_file, s.tls_key_file),
-        ("REDIS_TLS", s.redis_tls_cert_file, s.redis_tls_key_file),
-    ):
-        if cert and key:
-            checks.append(key_pair_problem(f"{prefix}_CERT_FILE", cert, f"{prefix}_KEY_FILE", key))
-    for name, path in (
-        ("ENGINE_TLS_CLIENT_CA_FILE", s.tls_client_ca_file),
-        ("REDIS_TLS_CA_FILE", s.redis_tls_ca_file),
-    ):
-        if path:
-            checks.append(certificates_problem(name, path))
-    return [c for c in checks if c]
