@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ai_workers.bots.settings import MAX_TIME_MS
-from engine_service.server.config_checks import broker_url_problem
+from engine_service.config_checks import broker_url_problem
 
 QUEUE = "ascension.moves"
 TASK_NAME = "ascension.choose_move"

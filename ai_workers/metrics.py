@@ -19,7 +19,7 @@ from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ai_workers.decide import BOT_RAISED, ILLEGAL_ACTION, LOAD_FAILED, NO_RULES_VIEW
+from ai_workers.bots.decide import BOT_RAISED, ILLEGAL_ACTION, LOAD_FAILED, NO_RULES_VIEW
 from ai_workers.supervisor import BAD_ANSWER, BOT_DIED, DEADLINE, LOAD_TIMEOUT
 
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -91,7 +91,7 @@ OUTCOMES = ("played", "stale", "lost_race", "replayed", "gone", "expired", "defe
 
 
 def fallback_reason(why: str) -> str:
-    """The `reason` label of a fallback, from ai_workers.decide's explanation."""
+    """The `reason` label of a fallback, from ai_workers.bots.decide's explanation."""
     if why in FALLBACK_REASONS:
         return why
     if why.startswith("raised"):

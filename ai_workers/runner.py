@@ -34,8 +34,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from ai_workers import config, metrics, slots, supervisor
 from ai_workers import engine_client as ec
+from ai_workers.bots.decide import Decision, fallback_action
 from ai_workers.bots.settings import BotSettings, BotSettingsError
-from ai_workers.decide import Decision, fallback_action
 from ai_workers.supervisor import supervised_decide
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2

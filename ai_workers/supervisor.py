@@ -40,9 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ai_workers.bots.registry import load_bot
-from ai_workers.bots.settings import BotSettings
-from ai_workers.decide import (
+from ai_workers.bots.decide import (
     BOT_RAISED,
     ILLEGAL_ACTION,
     LOAD_FAILED,
@@ -52,6 +50,8 @@ from ai_workers.decide import (
     fallback_action,
     log_failure,
 )
+from ai_workers.bots.registry import load_bot
+from ai_workers.bots.settings import BotSettings
 from engine_service import rules
 
 log = logging.getLogger("ascension.worker.supervisor")

@@ -34,7 +34,7 @@ from clients.sdk import TLS, AscensionError, Client, bot, human
 from clients.sdk.tls import operator_key_from_env
 from clients.sdk.types import SETS
 from clients.web import hosts
-from engine_service.server import names
+from engine_service import names
 
 EXAMPLES = """\
 examples:

@@ -8,7 +8,7 @@ the machine's load; options are passed to the bot's
 class (``ISMCTSBot(**options)``), so variants of one bot can meet in one run. Every seat gets
 a fresh bot instance per game and sees only its view; a decision with one legal action is
 played without asking the bot, as the AI runner does. A bot that raises or answers an
-illegal action gets the workers' fallback move (``ai_workers.decide.ask``), counted per seat:
+illegal action gets the workers' fallback move (``ai_workers.bots.decide.ask``), counted per seat:
 a game with fallback moves is not its bot's own play.
 """
 
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ai_workers.bots.base import Bot
+from ai_workers.bots.decide import ask
 from ai_workers.bots.registry import load_bot
 from ai_workers.bots.settings import DEFAULT_EXPLORATION, BotSettings
-from ai_workers.decide import ask
 from engine_service import rules
 
 Z95 = 1.959964

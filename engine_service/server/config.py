@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from engine_service.server import config_checks, tokens
+from engine_service import config_checks
+from engine_service.server import tokens
 from engine_service.server.analysis import AnalysisSettings
 from engine_service.server.auth import (
     MIN_KEY_CHARS,

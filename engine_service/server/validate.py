@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
+from engine_service import names
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules.config import SET_CHOICES
-from engine_service.server import names
 from engine_service.server.bots import BotConfig, check_bot
 from engine_service.server.errors import invalid
 from engine_service.server.fallbacks import MAX_REASON

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from ai_workers import decide as D
 from ai_workers.bots import BotSettings, registry
+from ai_workers.bots import decide as D
 from ai_workers.bots.knowledge import knowledge
 from ai_workers.bots.policy import best_action
 from engine_service import rules

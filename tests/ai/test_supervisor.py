@@ -19,9 +19,9 @@ import pytest
 
 from ai_workers import supervisor
 from ai_workers.bots import BotSettings
+from ai_workers.bots.decide import LOAD_FAILED
 from ai_workers.bots.knowledge import knowledge
 from ai_workers.bots.policy import best_action
-from ai_workers.decide import LOAD_FAILED
 from engine_service import rules
 from tests.ai.bad_bots import install_entry_points
 from tests.ai.positions import play_until

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from engine_service import names
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
 from engine_service.api.ascension.v1 import game_pb2 as pb
-from engine_service.server import names
 from tests.service import support
 
 REFUSED = [

@@ -22,8 +22,8 @@ from connectrpc.errors import ConnectError
 from connectrpc.protocol import ProtocolType
 
 from clients.web.gateway import PREFIX, SERVICE, method_info
+from engine_service import names
 from engine_service.api.ascension.v1 import engine_pb2
-from engine_service.server import names
 from tests.web.conftest import WebServer, ascension_command, start_web, stop_web
 
 PROTOCOLS = {"connect": ProtocolType.CONNECT, "grpc-web": ProtocolType.GRPC_WEB}
