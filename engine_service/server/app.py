@@ -21,15 +21,19 @@ from engine_service.server.dispatch import make_dispatcher, message_ttl
 from engine_service.server.games import Games
 from engine_service.server.grpc_compat import aio
 from engine_service.server.health import Health
+from engine_service.server.limits import LogLimiter
+from engine_service.server.losses import describe
 from engine_service.server.metrics import Metrics
 from engine_service.server.service import SERVICE, EngineService, GuardedServer, add_to_server
 from engine_service.server.sweeper import Sweeper
 from engine_service.server.tokens import CredentialedDispatcher
 from engine_service.server.watch import WatchHub, WatchLimits
 from engine_service.store import CachingStore, Store, StoreError, StoreSettings, open_store
+from engine_service.store.seen import Lost
 from engine_service.store.timed import TimedStore
 
 log = logging.getLogger("ascension.engine")
+rollback_log = LogLimiter(logging.getLogger("ascension.engine.store"))
 KEEPALIVE_MS = 30_000
 
 
@@ -127,9 +131,9 @@ def build_store(settings: Settings, metrics: Metrics) -> CachingStore:
         wait_timeout_ms=settings.redis_wait_timeout_ms,
     )
 
-    def on_rollback(game_id: str, seen: str) -> None:
+    def on_rollback(game_id: str, lost: Lost) -> None:
         metrics.rollbacks_detected.inc()
-        log.warning("game %s: the store lost versions: %s", game_id, seen)
+        rollback_log.warning("%s", describe(game_id, lost))
 
     return CachingStore(TimedStore(inner, metrics.observe_store), on_rollback)
 

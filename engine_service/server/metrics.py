@@ -138,6 +138,13 @@ class Metrics:
             "(a Redis rollback: snapshot restore, failover to a lagging replica, lost AOF tail)",
             registry=r,
         )
+        self.games_lost = Counter(
+            "ascension_store_games_lost",
+            "games this replica served lately that the store no longer holds, though they were "
+            "neither deleted nor can have expired (Redis restarted without its data, an older "
+            "snapshot restored, a failover); each counted once per server process",
+            registry=r,
+        )
         self.watch_streams = Gauge(
             "ascension_watch_streams",
             "WatchGame streams open on this replica",
