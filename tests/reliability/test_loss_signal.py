@@ -167,7 +167,9 @@ def test_a_game_the_store_lost_is_game_lost_where_it_was_served(tmp_path: Path) 
         # Served through A, watched on A (raw and SDK), then Redis restarts without its data.
         lost = support.create(stub_a, seed=33)
         played = play(stub_a, lost, 6, seed=3)
-        raw_watch = stub_a.WatchGame(epb.WatchGameRequest(game_id=lost.game_id, after_version=played.version))
+        raw_watch = stub_a.WatchGame(
+            epb.WatchGameRequest(game_id=lost.game_id, after_version=played.version)
+        )
         sdk = Client(a.address)
         sdk_watch = sdk.watch(lost.game_id, after_version=played.version)
         sdk_error: list[BaseException] = []
@@ -187,7 +189,9 @@ def test_a_game_the_store_lost_is_game_lost_where_it_was_served(tmp_path: Path) 
         with pytest.raises(grpc.RpcError) as ended:
             for _ in raw_watch:
                 pass
-        assert ended.value.code() == grpc.StatusCode.DATA_LOSS and _reason(ended.value) == "GAME_LOST"
+        assert (
+            ended.value.code() == grpc.StatusCode.DATA_LOSS and _reason(ended.value) == "GAME_LOST"
+        )
         follower.join(30)
         assert sdk_error and isinstance(sdk_error[0], DataLossError), sdk_error
         assert sdk_error[0].reason == "GAME_LOST"
@@ -199,7 +203,10 @@ def test_a_game_the_store_lost_is_game_lost_where_it_was_served(tmp_path: Path) 
         err = support.rpc_error(stub_b.GetGame, epb.GetGameRequest(game_id=lost.game_id))
         assert err.code() == grpc.StatusCode.NOT_FOUND, err
         never = new_game_id()
-        assert support.rpc_error(stub_a.GetGame, epb.GetGameRequest(game_id=never)).code() == grpc.StatusCode.NOT_FOUND
+        assert (
+            support.rpc_error(stub_a.GetGame, epb.GetGameRequest(game_id=never)).code()
+            == grpc.StatusCode.NOT_FOUND
+        )
         with Client(a.address) as c, pytest.raises(GameNotFoundError):
             c.get_view(never)
         assert support.metric(b, "ascension_store_games_lost_total") == 0
