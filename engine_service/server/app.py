@@ -198,7 +198,9 @@ async def serve(
     )
     games = Games(store, dispatcher, metrics, advertise, hub, ai_credentials)
     analyses = Analyses(games, settings.analysis_settings())
-    engine = EngineService(games, metrics, settings.access(), settings.call_limits(), analyses)
+    engine = EngineService(
+        games, metrics, settings.access(), settings.call_limits(), analyses, settings.callers()
+    )
     add_to_server(engine, server)
     guarded = GuardedServer(server)  # undecodable requests: INVALID_ARGUMENT, no traceback
     health = Health()

@@ -125,6 +125,23 @@ class Games:
             raise errors.unknown_token()
         return seat
 
+    def caller_of(self, game_id: str, token: str) -> str | None:
+        """``game:<id>`` when ``token`` is a seat token (or an AI move credential) of that game
+        whose metadata this replica holds: the identity a SubmitAction's rate limit counts
+        (its seats share a bucket); None when that is not known without reading the store."""
+        if not token or not game_id:
+            return None
+        if tokens.is_ai_credential(token):
+            try:
+                self.ai_credentials.grant(token, game_id)
+            except ServiceError:
+                return None
+            return f"game:{game_id}"
+        meta = self.meta.peek(game_id)
+        if meta is None or tokens.seat_of(token, meta.token_digests) is None:
+            return None
+        return f"game:{game_id}"
+
     @staticmethod
     def _held(req: epb.SubmitActionRequest, meta: GameMeta, seat: int) -> tuple[int, ...]:
         """The seats of ``req.seat_tokens`` (the acting ``seat`` when its token is among them),

@@ -41,7 +41,7 @@ from google.protobuf.message import DecodeError
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.server.errors import Code, ServiceError
 from engine_service.server.history import History
-from engine_service.server.limits import LogLimiter, RateLimit, peer_key
+from engine_service.server.limits import LogLimiter, RateLimit
 from engine_service.server.losses import Losses
 from engine_service.server.metrics import Metrics
 from engine_service.store import Store, StoredUpdate, StoreError
@@ -210,8 +210,8 @@ class WatchHub:
         active: Callable[[], bool],
     ) -> AsyncIterator[StoredUpdate]:
         """Updates of ``game_id`` above ``after_version``, until the game ends, the caller goes
-        away (``active`` turns false) or the server stops."""
-        peer = peer_key(peer)  # the rate limits' notion of a peer (an IPv6 caller: its /64)
+        away (``active`` turns false) or the server stops. ``peer``: who the caller counts as
+        for the limits per caller (callers.py)."""
         self._admit(peer)
         try:
             async for u in self._watch(game_id, after_version, after_commit_id, peer, active):
@@ -246,7 +246,11 @@ class WatchHub:
             if (backlog and backlog[0].version > last + 1) or (not backlog and last < head):
                 rebuilds += 1
                 if self._rebuilds is not None:
-                    self._rebuilds.take(peer)  # a replay of the game's log: CPU of this replica
+                    try:  # (a replay of the game's log: CPU of this replica)
+                        self._rebuilds.take(peer)
+                    except ServiceError:
+                        self.metrics.watch_refused.labels("rebuilds").inc()
+                        raise
                 async with self._joining:
                     rebuilt = await self.history.since(game_id, last) if rebuilds <= 3 else None
                 if not rebuilt:
