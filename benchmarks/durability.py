@@ -50,6 +50,27 @@ def rollbacks(engine: support.Engine) -> float:
                if line.startswith("ascension_store_rollbacks_detected_total"))  # fmt: skip
 
 
+def fsync_ms(directory: str, n: int = 200) -> tuple[float, float]:
+    """(median, 90th percentile) of one small append and fdatasync on this disk, in ms: what an
+    ``appendfsync always`` Redis waits for once per batch of writes."""
+    import os
+
+    path = os.path.join(directory, "fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    times = []
+    try:
+        for _ in range(n):
+            os.write(fd, b"x" * 300)
+            t0 = time.perf_counter()
+            os.fdatasync(fd)
+            times.append((time.perf_counter() - t0) * 1000)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    times.sort()
+    return times[n // 2], times[n * 9 // 10]
+
+
 def one_run(setting: str, games: int, load_seconds: float, seed: int, fsync_ms: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         aof = ("--appendonly", "yes", "--appendfsync", setting)
@@ -110,6 +131,11 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args()
     out: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        median, p90 = fsync_ms(tmp)
+    print(f"this disk: a 300-byte append and fdatasync takes {median:.1f} ms (median), {p90:.1f} ms "
+          f"(90th percentile)", flush=True)  # fmt: skip
+    out["fsync_ms"] = {"median": median, "p90": p90}
     for setting in args.settings.split(","):
         runs = []
         for i in range(args.runs):
