@@ -86,9 +86,9 @@ class Losses:
         """(first, last, exact): the versions lost of a caller who has ``version`` (with
         ``commit_id``, "" if not named) when the store holds ``holds``."""
         lost = None if self.cache is None else self.cache.seen.lost(game_id)
-        if lost is not None:
-            if not lost.settled:
-                await self.cache.settle(game_id, lost)  # type: ignore[union-attr]
+        if self.cache is not None and lost is not None:
+            if not lost.settled:  # (found a moment ago, by a call still reading the log)
+                await self.cache.settle(game_id, lost)
             hit = lost.versions_for(version, commit_id)
             if hit is not None:
                 return hit

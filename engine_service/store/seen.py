@@ -20,6 +20,7 @@ versions exactly, as far as this replica saw them.
 from __future__ import annotations
 
 import time
+import zlib
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -35,8 +36,6 @@ def short_id(commit_id: str) -> int:
     try:
         return int(commit_id[:8], 16) or 1
     except ValueError:
-        import zlib
-
         return zlib.crc32(commit_id.encode()) or 1
 
 
@@ -101,10 +100,12 @@ class Lost:
             if mine and known.get(v) == mine:
                 common = v
                 break
-        first = self.head + 1
-        for v in range(common + 1, self.head + 1):
+        # Every version above the store's was lost, seen here or not; below it, those seen
+        # here with another id than the store's.
+        first = self.store_version + 1
+        for v in range(common + 1, min(self.head, self.store_version) + 1):
             mine = self.id_at(v)
-            theirs = known.get(v) if v <= self.store_version else -1
+            theirs = known.get(v)
             if mine and theirs is not None and theirs != mine:
                 first = v
                 break
