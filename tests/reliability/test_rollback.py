@@ -9,6 +9,7 @@ Real processes: a redis-server of the test's own (RDB file in a temporary direct
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import grpc  # type: ignore[import-untyped]
 
-from clients.sdk import Client, DataLossError
+from clients.sdk import AsyncClient, Client, DataLossError
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
@@ -131,6 +132,17 @@ def test_a_snapshot_rollback_is_detected_and_never_built_upon(tmp_path: Path) ->
             except DataLossError as e:
                 assert (e.metadata["first_lost_version"], e.metadata["last_lost_version"]) == ("11", "20")
             assert stale.known_version(game.game_id) == 20  # (the store's version 20 now)
+
+        async def stale_async() -> tuple[int, int] | None:
+            async with AsyncClient(a.address) as c:
+                c._seen(game.game_id, 20, lost.commit_id)
+                try:
+                    await c.submit(game.game_id, game.seat_tokens[seat], mine.legal_actions[0].id)
+                except DataLossError as e:
+                    return e.lost_versions
+            return None
+
+        assert asyncio.run(stale_async()) == (11, 20)
         # ... one who names the store's version 20 plays on it, through either replica.
         ok = stub_a.SubmitAction(epb.SubmitActionRequest(
             game_id=game.game_id, token=game.seat_tokens[seat], expected_version=20,
