@@ -37,7 +37,8 @@ class RedisProcess:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         cmd = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
                "--save", "", "--appendonly", "no", *self.args]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)
+        out = subprocess.DEVNULL
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=out, env=self.env)
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -130,7 +130,7 @@ def test_a_snapshot_rollback_is_detected_and_never_built_upon(tmp_path: Path) ->
                 stale.submit(game.game_id, game.seat_tokens[seat], mine.legal_actions[0].id)
                 raise AssertionError("a submit on a lost version was applied")
             except DataLossError as e:
-                assert (e.metadata["first_lost_version"], e.metadata["last_lost_version"]) == ("11", "20")
+                assert e.lost_versions == (11, 20), e.metadata
             assert stale.known_version(game.game_id) == 20  # (the store's version 20 now)
 
         async def stale_async() -> tuple[int, int] | None:
