@@ -81,7 +81,7 @@ class NginxProxy:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGQUIT)  # (graceful: its workers exit too)
+            self.proc.send_signal(signal.SIGTERM)  # (fast shutdown: its workers exit too)
             try:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
