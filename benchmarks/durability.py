@@ -1,7 +1,7 @@
 """Acknowledged moves lost when Redis crashes, at each durability setting, and recovery time.
 
     python benchmarks/durability.py [--runs 5] [--settings everysec,always] [--games 8]
-                                    [--load-seconds 3] [--json]
+                                    [--load-seconds 3] [--slow-fsync-ms 0] [--json]
 
 Each run: a redis-server of its own (append-only file with the setting's ``appendfsync``, in a
 temporary directory), one ``ascension-engine serve``, ``--games`` clients playing their games
@@ -9,10 +9,15 @@ as fast as they can (plain gRPC, idempotency keys, retrying a request until it h
 After ``--load-seconds`` Redis is SIGKILLed and started again from its files; the clients go
 on. Then every move a client was told was applied is looked up in the stored replay log:
 
-- lost: acknowledged moves the store does not hold (or holds differently);
+- lost: acknowledged moves the store does not hold (or holds with another history);
 - recovery: from the kill until a client's move is acknowledged again (includes the restart);
 - rollbacks: the engine's ``ascension_store_rollbacks_detected_total`` (it notices the store
-  holding less than it had seen, instead of building on it silently).
+  holding less than it had seen, instead of building on it silently);
+- told: submits answered DATA_LOSS (decided on a version the store lost, and told which).
+
+``--slow-fsync-ms N``: a slow disk during the load (every fsync of Redis waits N ms more,
+tests/reliability/slow_disk.py: needs a C compiler), as a busy disk; ``everysec`` then
+postpones writing the file behind the fsync in progress while it acknowledges the writes.
 
 Loopback only; bounded (runs x (load + a few seconds)); stops by itself.
 """
@@ -33,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.reliability.redis_proc import RedisProcess  # noqa: E402
+from tests.reliability.slow_disk import SlowDisk, slow_fsync_library  # noqa: E402
 from tests.reliability.test_crashes import Player, lost  # noqa: E402
 from tests.service import support  # noqa: E402
 
@@ -44,25 +50,52 @@ def rollbacks(engine: support.Engine) -> float:
                if line.startswith("ascension_store_rollbacks_detected_total"))  # fmt: skip
 
 
-def one_run(setting: str, games: int, load_seconds: float, seed: int) -> dict[str, float]:
+def fsync_ms(directory: str, n: int = 200) -> tuple[float, float]:
+    """(median, 90th percentile) of one small append and fdatasync on this disk, in ms: what an
+    ``appendfsync always`` Redis waits for once per batch of writes."""
+    import os
+
+    path = os.path.join(directory, "fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    times = []
+    try:
+        for _ in range(n):
+            os.write(fd, b"x" * 300)
+            t0 = time.perf_counter()
+            os.fdatasync(fd)
+            times.append((time.perf_counter() - t0) * 1000)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    times.sort()
+    return times[n // 2], times[n * 9 // 10]
+
+
+def one_run(setting: str, games: int, load_seconds: float, seed: int, fsync_ms: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        r = RedisProcess(Path(tmp), "--appendonly", "yes", "--appendfsync", setting).start()
+        aof = ("--appendonly", "yes", "--appendfsync", setting)
+        disk = SlowDisk(slow_fsync_library(Path(tmp)), Path(tmp) / "fsync-ms") if fsync_ms else None
+        r = (disk.redis(Path(tmp) / "redis", *aof) if disk else RedisProcess(Path(tmp) / "redis", *aof)).start()
         e = support.start_engine(r.url, LOG_LEVEL="WARNING")
         stop = threading.Event()
         try:
             stub = e.stub()
             created = [support.create(stub, seed=seed * 100 + i) for i in range(games)]
             players = [Player(lambda: e.address, g, seed * 100 + i, stop) for i, g in enumerate(created)]
+            if disk:
+                disk.slow(fsync_ms)
             for p in players:
                 p.start()
             time.sleep(load_seconds)
-            before = sum(len(p.acked) for p in players)
+            before = sum(len(p.acks) for p in players)
             killed = time.monotonic()
             r.kill()
+            if disk:
+                disk.fast()
             r.start()
             recovered = float("nan")
             while time.monotonic() - killed < 30:
-                if sum(len(p.acked) for p in players) > before:
+                if sum(len(p.acks) for p in players) > before:
                     recovered = time.monotonic() - killed
                     break
                 time.sleep(0.01)
@@ -72,12 +105,13 @@ def one_run(setting: str, games: int, load_seconds: float, seed: int) -> dict[st
                 p.join(30)
             errors = [x for p in players for x in p.errors]
             return {
-                "acked": float(sum(len(p.acked) for p in players)),
+                "acked": float(sum(len(p.acks) for p in players)),
                 "acked_before_kill": float(before),
                 "moves_per_second": before / load_seconds,
                 "lost": float(lost(r, players)),
                 "recovery_seconds": recovered,
                 "rollbacks_detected": rollbacks(e),
+                "told": float(sum(len(p.data_losses) for p in players)),
                 "client_errors": float(len(errors)),
             }
         finally:
@@ -92,18 +126,26 @@ def main() -> int:
     ap.add_argument("--settings", default="everysec,always", help="appendfsync values to compare")
     ap.add_argument("--games", type=int, default=8, help="concurrent games (client threads)")
     ap.add_argument("--load-seconds", type=float, default=3.0, help="load before each crash")
+    ap.add_argument("--slow-fsync-ms", type=int, default=0,
+                    help="every fsync of Redis waits this much more during the load (a busy disk)")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args()
     out: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        median, p90 = fsync_ms(tmp)
+    print(f"this disk: a 300-byte append and fdatasync takes {median:.1f} ms (median), {p90:.1f} ms "
+          f"(90th percentile)", flush=True)  # fmt: skip
+    out["fsync_ms"] = {"median": median, "p90": p90}
     for setting in args.settings.split(","):
         runs = []
         for i in range(args.runs):
-            res = one_run(setting, args.games, args.load_seconds, seed=i + 1)
+            res = one_run(setting, args.games, args.load_seconds, seed=i + 1, fsync_ms=args.slow_fsync_ms)
             runs.append(res)
             print(f"appendfsync {setting:<8} run {i + 1}/{args.runs}: {res['acked_before_kill']:.0f} moves "
                   f"acknowledged before the crash ({res['moves_per_second']:.0f}/s), {res['lost']:.0f} lost, "
                   f"recovered in {res['recovery_seconds']:.2f}s, {res['rollbacks_detected']:.0f} rollback(s) "
-                  f"detected", flush=True)  # fmt: skip
+                  f"detected, {res['told']:.0f} submit(s) told DATA_LOSS, {res['client_errors']:.0f} client "
+                  f"error(s)", flush=True)  # fmt: skip
         lost_counts = [r["lost"] for r in runs]
         summary = {
             "runs": len(runs),
@@ -113,6 +155,8 @@ def main() -> int:
             "moves_per_second_median": statistics.median(r["moves_per_second"] for r in runs),
             "recovery_seconds_median": statistics.median(r["recovery_seconds"] for r in runs),
             "rollbacks_detected_total": sum(r["rollbacks_detected"] for r in runs),
+            "told_total": sum(r["told"] for r in runs),
+            "client_errors_total": sum(r["client_errors"] for r in runs),
         }
         out[setting] = summary
         print(f"appendfsync {setting}: {summary['runs_with_loss']}/{summary['runs']} crashes lost moves "

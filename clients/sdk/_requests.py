@@ -45,8 +45,16 @@ def create_game_request(
 
 
 def submit_request(
-    game_id: str, token: str, version: int, action: int, key: str, seat_tokens: Sequence[str] = ()
+    game_id: str,
+    token: str,
+    version: int,
+    action: int,
+    key: str,
+    seat_tokens: Sequence[str] = (),
+    commit_id: str = "",
 ) -> engine_pb2.SubmitActionRequest:
+    """``commit_id``: of ``version``, as this client saw it ("" if not known): a version the
+    store lost is then refused (DATA_LOSS) even if the store went on to that number since."""
     return engine_pb2.SubmitActionRequest(
         game_id=game_id,
         token=token,
@@ -54,6 +62,7 @@ def submit_request(
         action=action,
         idempotency_key=key,
         seat_tokens=seat_tokens,
+        expected_commit_id=commit_id,
     )
 
 

@@ -20,10 +20,12 @@ from clients.sdk.errors import (
     RESYNC_CODES,
     TRANSIENT_CODES,
     AscensionError,
+    DataLossError,
     Resync,
     UnavailableError,
     VersionConflictError,
     from_rpc_error,
+    newer,
     status_name,
 )
 from clients.sdk.tls import TLS, aio_channel, operator_metadata
@@ -98,7 +100,7 @@ class AsyncClient:
             else aio_channel(address, tls, [], interceptors=aio_interceptors())
         )
         self._stub = cast(_AioStub, engine_pb2_grpc.EngineStub(self._channel))
-        self._versions: dict[str, int] = {}
+        self._versions: dict[str, tuple[int, str]] = {}  # game -> (version, its commit id)
         self._catalogs: dict[str, Catalog] = {}
 
     async def close(self) -> None:
@@ -147,16 +149,21 @@ class AsyncClient:
                     continue
                 raise from_rpc_error(e) from None
 
-    def _seen(self, game_id: str, version: int) -> None:
-        if version > self._versions.get(game_id, 0):
-            self._versions[game_id] = version
+    def _seen(self, game_id: str, version: int, commit_id: str = "") -> None:
+        if newer(self._versions.get(game_id), version, commit_id):
+            self._versions[game_id] = (version, commit_id)
 
-    def _reset_seen(self, game_id: str, version: int) -> None:
+    def _reset_seen(self, game_id: str, version: int, commit_id: str = "") -> None:
         """The store's version, even below what was seen (it lost versions)."""
-        self._versions[game_id] = version
+        self._versions[game_id] = (version, commit_id)
 
     def known_version(self, game_id: str) -> int | None:
-        return self._versions.get(game_id)
+        known = self._versions.get(game_id)
+        return None if known is None else known[0]
+
+    def _known_commit(self, game_id: str, version: int) -> str:
+        known = self._versions.get(game_id)
+        return known[1] if known is not None and known[0] == version else ""
 
     async def create_game(
         self, seats: Sequence[SeatSpec], *, sets: str = "ss", seed: int | None = None
@@ -166,13 +173,13 @@ class AsyncClient:
             lambda: self._stub.CreateGame(req, timeout=self.timeout, metadata=self._operator),
             transient_retries=0,
         )
-        self._seen(resp.game_id, resp.view.version)
+        self._seen(resp.game_id, resp.view.version, resp.view.commit_id)
         return CreatedGame(resp.game_id, tuple(resp.seat_tokens), resp.admin_token, resp.view)
 
     async def get_view(self, game_id: str, token: str = "") -> game_pb2.GameView:
         req = engine_pb2.GetGameRequest(game_id=game_id, token=token)
         view = await self._call(lambda: self._stub.GetGame(req, timeout=self.timeout))
-        self._seen(game_id, view.version)
+        self._seen(game_id, view.version, view.commit_id)
         return view
 
     async def legal_actions(self, game_id: str, token: str) -> engine_pb2.ListLegalActionsResponse:
@@ -197,23 +204,29 @@ class AsyncClient:
         version = expected_version if expected_version is not None else self.known_version(game_id)
         if version is None:
             version = (await self.get_view(game_id, token)).version
+        commit_id = self._known_commit(game_id, version)
         conflicts = 0
         while True:
-            req = submit_request(game_id, token, version, action, key, seat_tokens)
+            req = submit_request(game_id, token, version, action, key, seat_tokens, commit_id)
             try:
                 resp = await self._call(self._submit_once(req))
+            except DataLossError as e:
+                if e.current_version is not None:  # (go on from what the store holds)
+                    self._reset_seen(game_id, e.current_version, e.metadata.get("commit_id", ""))
+                raise
             except VersionConflictError as e:
                 if not retry_on_conflict or conflicts >= self.retry.conflicts:
                     raise
                 conflicts += 1
-                current = e.current_version
+                current, commit_id = e.current_version, e.metadata.get("commit_id", "")
                 if current is None or current <= version:
-                    current = (await self.get_view(game_id, token)).version
-                self._seen(game_id, current)
+                    view = await self.get_view(game_id, token)
+                    current, commit_id = view.version, view.commit_id
+                self._seen(game_id, current, commit_id)
                 version = current
                 key = new_idempotency_key()
                 continue
-            self._seen(game_id, resp.view.version)
+            self._seen(game_id, resp.view.version, resp.view.commit_id)
             return resp
 
     def _submit_once(
@@ -389,7 +402,7 @@ class AsyncWatch:
                 continue
             failures = 0
             self.last_version, self.last_commit_id = update.version, update.commit_id
-            self._client._seen(self.game_id, update.version)
+            self._client._seen(self.game_id, update.version, update.commit_id)
             if update.over:
                 self._done = True
                 self._drop()
@@ -399,7 +412,7 @@ class AsyncWatch:
         """Go on from the game as the server holds it now."""
         view = await self._client.get_view(self.game_id)
         self.resyncs.append(Resync(error, self.last_version, view.version))
-        self._client._reset_seen(self.game_id, view.version)
+        self._client._reset_seen(self.game_id, view.version, view.commit_id)
         self.last_version, self.last_commit_id = view.version, view.commit_id
         if view.over:
             self._done = True

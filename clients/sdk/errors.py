@@ -152,10 +152,23 @@ class HistoryGoneError(AscensionError):
 
 
 class DataLossError(AscensionError):
-    """The store lost versions the caller had received (DATA_LOSS: a Redis rollback); the game
-    goes on from the store's version: read it again."""
+    """The store lost versions the caller had received or decided on (DATA_LOSS: a Redis
+    rollback), or, with reason ``GAME_LOST``, the whole game. The game goes on from the
+    store's version (``current_version``): read it again. ``lost_versions`` is the range lost
+    (first, last) when the server says; ``metadata["exact"]`` is "false" when that is a lower
+    bound."""
 
     code = "DATA_LOSS"
+
+    @property
+    def current_version(self) -> int | None:
+        return _int(self.metadata.get("current_version"))
+
+    @property
+    def lost_versions(self) -> tuple[int, int] | None:
+        first = _int(self.metadata.get("first_lost_version"))
+        last = _int(self.metadata.get("last_lost_version"))
+        return None if first is None or last is None else (first, last)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +218,15 @@ _BY_REASON: dict[str, type[AscensionError]] = {
     "RATE_LIMITED": RateLimitedError,
     "LIVE_GAMES_LIMIT": LiveGamesLimitError,
 }
+
+def newer(known: tuple[int, str] | None, version: int, commit_id: str) -> bool:
+    """Whether (``version``, ``commit_id``) is news beside the (version, commit id) a client
+    knows of a game: a later version, or the same one with a commit id (the latest answer
+    wins: after a store rollback the same number may name another history)."""
+    if known is None or version > known[0]:
+        return True
+    return version == known[0] and bool(commit_id) and commit_id != known[1]
+
 
 # Status codes after which repeating the very same request may succeed.
 TRANSIENT_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})

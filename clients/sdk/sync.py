@@ -22,10 +22,12 @@ from clients.sdk.errors import (
     RESYNC_CODES,
     TRANSIENT_CODES,
     AscensionError,
+    DataLossError,
     Resync,
     UnavailableError,
     VersionConflictError,
     from_rpc_error,
+    newer,
     status_name,
 )
 from clients.sdk.tls import TLS, operator_metadata
@@ -73,7 +75,7 @@ class Client:
             channel if channel is not None else traced_channel(tls_channel(address, tls, []))
         )
         self._stub = engine_pb2_grpc.EngineStub(self._channel)
-        self._versions: dict[str, int] = {}
+        self._versions: dict[str, tuple[int, str]] = {}  # game -> (version, its commit id)
         self._lock = threading.Lock()
         self._catalogs: dict[str, Catalog] = {}
 
@@ -124,20 +126,27 @@ class Client:
                     continue
                 raise from_rpc_error(e) from None
 
-    def _seen(self, game_id: str, version: int) -> None:
+    def _seen(self, game_id: str, version: int, commit_id: str = "") -> None:
         with self._lock:
-            if version > self._versions.get(game_id, 0):
-                self._versions[game_id] = version
+            if newer(self._versions.get(game_id), version, commit_id):
+                self._versions[game_id] = (version, commit_id)
 
-    def _reset_seen(self, game_id: str, version: int) -> None:
+    def _reset_seen(self, game_id: str, version: int, commit_id: str = "") -> None:
         """The store's version, even below what was seen (it lost versions)."""
         with self._lock:
-            self._versions[game_id] = version
+            self._versions[game_id] = (version, commit_id)
 
     def known_version(self, game_id: str) -> int | None:
         """The newest version of the game this client has seen, if any."""
         with self._lock:
-            return self._versions.get(game_id)
+            known = self._versions.get(game_id)
+        return None if known is None else known[0]
+
+    def _known_commit(self, game_id: str, version: int) -> str:
+        """The commit id of ``version`` if it is the newest this client saw ("" if unknown)."""
+        with self._lock:
+            known = self._versions.get(game_id)
+        return known[1] if known is not None and known[0] == version else ""
 
     def create_game(
         self, seats: Sequence[SeatSpec], *, sets: str = "ss", seed: int | None = None
@@ -148,14 +157,14 @@ class Client:
             lambda: self._stub.CreateGame(req, timeout=self.timeout, metadata=self._operator),
             transient_retries=0,
         )
-        self._seen(resp.game_id, resp.view.version)
+        self._seen(resp.game_id, resp.view.version, resp.view.commit_id)
         return CreatedGame(resp.game_id, tuple(resp.seat_tokens), resp.admin_token, resp.view)
 
     def get_view(self, game_id: str, token: str = "") -> game_pb2.GameView:
         """The game as the token's seat sees it (a spectator's view without a token)."""
         req = engine_pb2.GetGameRequest(game_id=game_id, token=token)
         view = self._call(lambda: self._stub.GetGame(req, timeout=self.timeout))
-        self._seen(game_id, view.version)
+        self._seen(game_id, view.version, view.commit_id)
         return view
 
     def legal_actions(self, game_id: str, token: str) -> engine_pb2.ListLegalActionsResponse:
@@ -190,23 +199,28 @@ class Client:
         version = expected_version if expected_version is not None else self.known_version(game_id)
         if version is None:
             version = self.get_view(game_id, token).version
+        commit_id = self._known_commit(game_id, version)
         conflicts = 0
         while True:
-            req = submit_request(game_id, token, version, action, key, seat_tokens)
+            req = submit_request(game_id, token, version, action, key, seat_tokens, commit_id)
             try:
                 resp = self._call(partial(self._stub.SubmitAction, req, timeout=self.timeout))
+            except DataLossError as e:
+                self._lost(game_id, e)
+                raise
             except VersionConflictError as e:
                 if not retry_on_conflict or conflicts >= self.retry.conflicts:
                     raise
                 conflicts += 1
-                current = e.current_version
+                current, commit_id = e.current_version, e.metadata.get("commit_id", "")
                 if current is None or current <= version:
-                    current = self.get_view(game_id, token).version
-                self._seen(game_id, current)
+                    view = self.get_view(game_id, token)
+                    current, commit_id = view.version, view.commit_id
+                self._seen(game_id, current, commit_id)
                 version = current
                 key = new_idempotency_key()  # a new attempt, on a new version
                 continue
-            self._seen(game_id, resp.view.version)
+            self._seen(game_id, resp.view.version, resp.view.commit_id)
             return resp
 
     def wait_turn(
@@ -245,6 +259,12 @@ class Client:
                 finally:
                     if timer is not None:
                         timer.cancel()
+
+    def _lost(self, game_id: str, e: DataLossError) -> None:
+        """The store lost what a submit was decided on: go on from what it holds."""
+        current = e.current_version
+        if current is not None:
+            self._reset_seen(game_id, current, e.metadata.get("commit_id", ""))
 
     def watch(
         self,
@@ -409,7 +429,7 @@ class Watch(Iterator[game_pb2.GameUpdate]):
                 continue  # already delivered before a reconnect
             failures = 0
             self.last_version, self.last_commit_id = update.version, update.commit_id
-            self._client._seen(self.game_id, update.version)
+            self._client._seen(self.game_id, update.version, update.commit_id)
             if update.over:
                 self._done = True
                 self.cancel_stream()
@@ -419,7 +439,7 @@ class Watch(Iterator[game_pb2.GameUpdate]):
         """Go on from the game as the server holds it now."""
         view = self._client.get_view(self.game_id)
         self.resyncs.append(Resync(error, self.last_version, view.version))
-        self._client._reset_seen(self.game_id, view.version)
+        self._client._reset_seen(self.game_id, view.version, view.commit_id)
         self.last_version, self.last_commit_id = view.version, view.commit_id
         if view.over:
             self._done = True

@@ -20,7 +20,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from clients.sdk import AscensionError, Client, IllegalActionError
+from clients.sdk import AscensionError, Client, DataLossError, IllegalActionError
 from clients.sdk.types import Catalog, GameView, LegalAction
 from clients.terminal import render
 from clients.terminal.events import EventLog
@@ -218,6 +218,10 @@ class PlaySession:
             resp = self.client.submit(self.game_id, self.token, action.id)
         except IllegalActionError as e:
             self.note = Text(f"Not possible: {e.message}", style="red")
+            self.view = self.client.get_view(self.game_id, self.token)
+            return True
+        except DataLossError as e:  # (the store went back: the game goes on from its version)
+            self.note = Text(f"The server lost moves of this game: {e.message}", style="red")
             self.view = self.client.get_view(self.game_id, self.token)
             return True
         self.log.add(resp.update)

@@ -24,15 +24,19 @@ from engine_service.server.dispatch import make_dispatcher, message_ttl
 from engine_service.server.games import Games
 from engine_service.server.grpc_compat import aio
 from engine_service.server.health import Health
+from engine_service.server.limits import LogLimiter
+from engine_service.server.losses import describe
 from engine_service.server.metrics import Metrics
 from engine_service.server.service import SERVICE, EngineService, GuardedServer, add_to_server
 from engine_service.server.sweeper import Sweeper
 from engine_service.server.tokens import CredentialedDispatcher
 from engine_service.server.watch import WatchHub, WatchLimits
 from engine_service.store import CachingStore, Store, StoreError, StoreSettings, open_store
+from engine_service.store.seen import Lost
 from engine_service.store.timed import TimedStore
 
 log = logging.getLogger("ascension.engine")
+rollback_log = LogLimiter(logging.getLogger("ascension.engine.store"))
 KEEPALIVE_MS = 30_000
 
 
@@ -167,9 +171,9 @@ def build_store(settings: Settings, metrics: Metrics) -> CachingStore:
         client=settings.redis_client,
     )
 
-    def on_rollback(game_id: str, seen: str) -> None:
+    def on_rollback(game_id: str, lost: Lost) -> None:
         metrics.rollbacks_detected.inc()
-        log.warning("game %s: the store lost versions: %s", game_id, seen)
+        rollback_log.warning("%s", describe(game_id, lost))
 
     return CachingStore(TimedStore(inner, metrics.observe_store), on_rollback)
 
@@ -240,7 +244,9 @@ async def serve(
     )
     games = Games(store, dispatcher, metrics, advertise, hub, ai_credentials)
     analyses = Analyses(games, settings.analysis_settings())
-    engine = EngineService(games, metrics, settings.access(), settings.call_limits(), analyses)
+    engine = EngineService(
+        games, metrics, settings.access(), settings.call_limits(), analyses, settings.callers()
+    )
     add_to_server(engine, server)
     guarded = GuardedServer(server)  # undecodable requests: INVALID_ARGUMENT, no traceback
     health = Health()

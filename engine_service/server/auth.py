@@ -100,6 +100,14 @@ class Access:
             call=call,
         )
 
+    def operator_id(self, context: Any) -> str | None:
+        """``operator:<digest prefix>`` for a call with a valid operator key (the identity the
+        per-caller limits count it as), else None; never refuses."""
+        key = bearer(context.invocation_metadata())
+        if not key or not self.closed or not self._known(key):
+            return None
+        return "operator:" + _digest(key).hex()[:16]
+
     def check_seed(self, req: epb.CreateGameRequest, operator: bool) -> None:
         """A caller-chosen seed: operators, games without a human seat, or anyone when the
         server says so; otherwise PERMISSION_DENIED (the server draws a secret seed when none

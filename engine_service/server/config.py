@@ -11,6 +11,7 @@ import argparse
 import importlib.util
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -28,6 +29,7 @@ from engine_service.server.auth import (
     parse_keys,
 )
 from engine_service.server.bots import MAX_TIME_MS
+from engine_service.server.callers import DEFAULT_HEADER, Callers, parse_networks
 from engine_service.server.grpc_compat import grpc
 from engine_service.server.limits import CallLimits, per_minute, per_second
 from engine_service.server.tokens import AiCredentials
@@ -231,6 +233,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_LIMIT_CREATE_PER_MINUTE", "limit_create_per_minute", int, 0, "CreateGame calls per minute per peer (0 = no limit)"),
     Option("ENGINE_LIMIT_SUBMIT_PER_SECOND", "limit_submit_per_second", int, 0, "SubmitAction calls per second per peer (0 = no limit)"),
     Option("ENGINE_MAX_LIVE_GAMES", "max_live_games", int, 10000, "games not over the store may hold (0 = no cap)"),
+    Option("ENGINE_TRUSTED_PROXIES", "trusted_proxies", str, "", "proxies (comma-separated CIDRs) whose client address header the per-caller limits key on; unset = the peer address"),
+    Option("ENGINE_CLIENT_ADDRESS_HEADER", "client_address_header", str, DEFAULT_HEADER, "the header the trusted proxies set (the right-most address not a trusted proxy is the caller's)"),
     Option("ENGINE_AI_TOKEN_KEYS", "ai_token_keys", str, "", "HMAC keys of AI move credentials (first signs); unset = one per process", secret=True),
     Option("ENGINE_AI_CREDENTIAL_TTL_SECONDS", "ai_credential_ttl_seconds", float, 900.0, "lifetime of an AI move credential"),
     Option("ENGINE_ANALYSIS_MAX_BUDGET_MS", "analysis_max_budget_ms", int, 2000, "cap of an AnalyzePosition search's time (0 = no hints)"),
@@ -289,6 +293,8 @@ class Settings:
     limit_create_per_minute: int = 0
     limit_submit_per_second: int = 0
     max_live_games: int = 10000
+    trusted_proxies: str = ""
+    client_address_header: str = DEFAULT_HEADER
     ai_token_keys: str = field(default="", repr=False)
     ai_credential_ttl_seconds: float = 900.0
     analysis_max_budget_ms: int = 2000
@@ -342,6 +348,10 @@ class Settings:
             root_certificates=ca,
             require_client_auth=ca is not None,
         )
+
+    def callers(self) -> Callers:
+        """Who a call counts as for the per-caller limits."""
+        return Callers(parse_networks(self.trusted_proxies), self.client_address_header)
 
     def call_limits(self) -> CallLimits:
         return CallLimits(
@@ -511,6 +521,16 @@ class Settings:
                 problems.append(f"{name}: every key needs at least {least} characters")
         if self.caller_seeds not in (SEEDS_OPERATOR, SEEDS_ANYONE):
             problems.append("ENGINE_CALLER_SEEDS must be operator or anyone")
+        try:
+            parse_networks(self.trusted_proxies)
+        except ValueError as e:
+            problems.append(f"ENGINE_TRUSTED_PROXIES: {e}")
+        header = self.client_address_header.strip()
+        if not re.fullmatch(r"[A-Za-z0-9-]+", header) or header.lower().endswith("-bin"):
+            problems.append(
+                "ENGINE_CLIENT_ADDRESS_HEADER must be a header name (letters, digits, '-'; "
+                f"not a binary '-bin' header), got {self.client_address_header!r}"
+            )
         for name, value in (
             ("ENGINE_LIMIT_CREATE_PER_MINUTE", self.limit_create_per_minute),
             ("ENGINE_LIMIT_SUBMIT_PER_SECOND", self.limit_submit_per_second),

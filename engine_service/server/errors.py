@@ -64,8 +64,7 @@ REASONS: dict[str, tuple[Code, str]] = {
     "GAME_NOT_OVER": (Code.FAILED_PRECONDITION, "a replay is given only once the game is over"),
     "UNREADABLE_GAME": (Code.FAILED_PRECONDITION, "this engine cannot read the stored game"),
     "ANALYSIS_DISABLED": (Code.FAILED_PRECONDITION, "this server gives no hints (ENGINE_ANALYSIS_MAX_BUDGET_MS=0, or no AI dispatch)"),
-    "VERSION_MISMATCH": (Code.ABORTED, "the game is at another version (metadata: current_version)"),
-    "HISTORY_DIVERGED": (Code.ABORTED, "the store lost versions: the version you saw is not the one it holds (metadata: current_version, commit_id)"),
+    "VERSION_MISMATCH": (Code.ABORTED, "the game went on: it is at a later version than the caller named (metadata: current_version, commit_id)"),
     "HISTORY_TRIMMED": (Code.OUT_OF_RANGE, "updates that old are no longer kept, or the stream fell behind (metadata: first_version or after_version)"),
     "RATE_LIMITED": (Code.RESOURCE_EXHAUSTED, "a rate limit per peer or per seat (metadata: limit, retry_after_ms)"),
     "LIVE_GAMES_LIMIT": (Code.RESOURCE_EXHAUSTED, "the cap on games not over is reached (metadata: limit)"),
@@ -76,7 +75,8 @@ REASONS: dict[str, tuple[Code, str]] = {
     "ANALYSIS_UNAVAILABLE": (Code.UNAVAILABLE, "the analysis could not be handed to the AI workers, or they failed it; try again"),
     "STORE_UNAVAILABLE": (Code.UNAVAILABLE, "the game store did not answer; try again"),
     "SHUTTING_DOWN": (Code.UNAVAILABLE, "the server is stopping; try again (another replica)"),
-    "DATA_LOSS": (Code.DATA_LOSS, "the store lost versions the caller saw (metadata: current_version)"),
+    "DATA_LOSS": (Code.DATA_LOSS, "the store lost versions the caller saw or decided on (metadata: current_version, commit_id, first_lost_version, last_lost_version, exact)"),
+    "GAME_LOST": (Code.DATA_LOSS, "the store lost a game this server served lately (metadata: game_id, last_version)"),
     "INTERNAL": (Code.INTERNAL, "a bug: the server logged it"),
 }
 # An error raised without a reason carries its code's name as reason (DATA_LOSS, above, is
@@ -182,15 +182,19 @@ def not_found(game_id: str) -> ServiceError:
     )
 
 
-def version_mismatch(current: int, expected: int) -> ServiceError:
-    """ABORTED: keeps the ``current-version`` trailer; ErrorInfo has ``current_version``."""
+def version_mismatch(current: int, expected: int, commit_id: str = "") -> ServiceError:
+    """ABORTED: keeps the ``current-version`` trailer; ErrorInfo has ``current_version`` (and
+    its ``commit_id`` when known)."""
+    metadata = {"current_version": str(current), "expected_version": str(expected)}
+    if commit_id:
+        metadata["commit_id"] = commit_id
     return ServiceError(
         Code.ABORTED,
         f"the game is at version {current}, not {expected}: another action was applied first; "
         "get the game again and decide anew",
         (("current-version", str(current)),),
         reason="VERSION_MISMATCH",
-        metadata={"current_version": str(current), "expected_version": str(expected)},
+        metadata=metadata,
     )
 
 

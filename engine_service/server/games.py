@@ -38,6 +38,8 @@ from engine_service.store import (
     IdempotentRecord,
     NewGame,
     Store,
+    UnreadableData,
+    chain_ids,
     chained_commit_id,
     first_commit_id,
 )
@@ -78,13 +80,14 @@ class Games:
         self.meta = MetaCache()
         self.states = StateCache()
         self.hub = hub or WatchHub(store, metrics)
+        self.losses = self.hub.losses
 
     # ---- helpers ------------------------------------------------------------------------
 
     async def _load(self, game_id: str, fresh: bool = True) -> tuple[GameRecord, GameMeta]:
         rec = await self.store.load(game_id, fresh=fresh)
         if rec is None:
-            raise not_found(game_id)
+            raise await self.losses.missing(game_id)  # NOT_FOUND, or GAME_LOST
         return rec, self._meta(rec)
 
     def _meta(self, rec: GameRecord) -> GameMeta:
@@ -129,6 +132,23 @@ class Games:
         if seat is None:
             raise errors.unknown_token()
         return seat
+
+    def caller_of(self, game_id: str, token: str) -> str | None:
+        """``game:<id>`` when ``token`` is a seat token (or an AI move credential) of that game
+        whose metadata this replica holds: the identity a SubmitAction's rate limit counts
+        (its seats share a bucket); None when that is not known without reading the store."""
+        if not token or not game_id:
+            return None
+        if tokens.is_ai_credential(token):
+            try:
+                self.ai_credentials.grant(token, game_id)
+            except ServiceError:
+                return None
+            return f"game:{game_id}"
+        meta = self.meta.peek(game_id)
+        if meta is None or tokens.seat_of(token, meta.token_digests) is None:
+            return None
+        return f"game:{game_id}"
 
     @staticmethod
     def _held(req: epb.SubmitActionRequest, meta: GameMeta, seat: int) -> tuple[int, ...]:
@@ -295,20 +315,38 @@ class Games:
         return resp
 
     @staticmethod
-    def _aborted(current: int, expected: int) -> ServiceError:
-        return errors.version_mismatch(current, expected)
+    def _aborted(current: int, expected: int, commit_id: str = "") -> ServiceError:
+        return errors.version_mismatch(current, expected, commit_id)
 
-    @staticmethod
-    def _diverged(rec: GameRecord, expected_commit_id: str) -> ServiceError:
-        return ServiceError(
-            Code.ABORTED,
-            f"version {rec.version} of the game is not the one you saw (commit "
-            f"{expected_commit_id}; the store holds commit {rec.commit_id}): the store lost "
-            "versions and the game went on without them; get the game again and decide anew",
-            (("current-version", str(rec.version)),),
-            reason="HISTORY_DIVERGED",
-            metadata={"current_version": str(rec.version), "commit_id": rec.commit_id},
-        )
+    async def _commit_at(self, rec: GameRecord, version: int) -> str | None:
+        """The commit id of ``version`` (below the record's) in the store's history: from its
+        window, else along its replay log; None if neither tells."""
+        kept = await self.store.update_at(rec.game_id, version)
+        if kept is not None and kept.commit_id:
+            return kept.commit_id
+        try:
+            entries = await self.store.action_log(rec.game_id)
+        except UnreadableData:
+            return None
+        if len(entries) < rec.version - 1:
+            return None
+        ids = chain_ids(rec.game_id, entries[: rec.version - 1])
+        return ids[version - 1] if ids[-1] == rec.commit_id else None
+
+    async def _refusal(self, req: epb.SubmitActionRequest, rec: GameRecord) -> ServiceError:
+        """Why a submit naming another version (or commit id) than the store's is refused: the
+        game went on (VERSION_MISMATCH), or the store lost what the caller decided on
+        (DATA_LOSS, naming the versions): a version above the store's, or a commit id that is
+        not the store's at that version."""
+        expected, named = req.expected_version, req.expected_commit_id
+        lost = expected > rec.version or (expected == rec.version and named != rec.commit_id)
+        if not lost and named:  # behind: on the store's history, or on a lost one?
+            lost = await self._commit_at(rec, expected) not in (named, None)
+        if lost:
+            return await self.losses.data_loss(
+                req.game_id, expected, named, rec.version, rec.commit_id, watching=False
+            )
+        return self._aborted(rec.version, expected, rec.commit_id)
 
     async def submit(self, req: epb.SubmitActionRequest) -> epb.SubmitActionResponse:
         validate.submit(req)
@@ -316,14 +354,14 @@ class Games:
             raise errors.token_required()
         rec, meta = await self._load(req.game_id, fresh=False)
         try:
-            return await self._submit(req, rec, meta)
+            return await self._submit(req, rec, meta, fresh=False)
         except ServiceError:
             pass  # judged on what may be a cached record: judge again on a fresh read
         rec, meta = await self._load(req.game_id)
-        return await self._submit(req, rec, meta)
+        return await self._submit(req, rec, meta, fresh=True)
 
     async def _submit(
-        self, req: epb.SubmitActionRequest, rec: GameRecord, meta: GameMeta
+        self, req: epb.SubmitActionRequest, rec: GameRecord, meta: GameMeta, *, fresh: bool
     ) -> epb.SubmitActionResponse:
         seat = self._seat(req.token, meta, req.game_id, req.expected_version, required=True)
         if req.fallback_reason and not meta.is_ai(seat):
@@ -335,15 +373,15 @@ class Games:
         held = self._held(req, meta, seat) if req.seat_tokens else ()
         stale = rec.version != req.expected_version
         if stale or (req.expected_commit_id and req.expected_commit_id != rec.commit_id):
+            if not fresh:  # (a cached record may be behind the store: read it first)
+                raise self._aborted(rec.version, req.expected_version)
             if req.idempotency_key:  # a retry of a request that was applied: answer as then
                 prior = await self.store.idempotent(req.game_id, req.idempotency_key)
                 if prior is not None:
                     return await self._replayed(
                         req.game_id, seat, self._fingerprint(seat, req), prior, held
                     )
-            if stale:
-                raise self._aborted(rec.version, req.expected_version)
-            raise self._diverged(rec, req.expected_commit_id)
+            raise await self._refusal(req, rec)
         state = self._state(rec)
         legal = self.states.legal_actions(rec.game_id, rec.commit_id, state)
         s = self._playable(state, seat, req.action, legal)
@@ -419,13 +457,13 @@ class Games:
             )
         )
         if res.status is CommitStatus.MISSING:
-            raise not_found(game_id)
+            raise await self.losses.missing(game_id)
         if res.status is CommitStatus.DUPLICATE:
             assert res.prior is not None
             return await self._replayed(game_id, seat, fingerprint, res.prior, held)
         if res.status is CommitStatus.CONFLICT:
             self.metrics.cas_conflicts.inc()
-            raise self._aborted(res.version, req.expected_version)
+            raise self._aborted(res.version, req.expected_version, res.commit_id)
         self.states.put(game_id, commit_id, s)
         legal = self.states.legal_actions(game_id, commit_id, s)  # (kept: the next submit's)
         self.metrics.action_applied(A.KIND_NAMES[action >> 16])
@@ -529,6 +567,7 @@ class Games:
                         "a seat token cannot delete the game: use the admin token",
                     )
                 raise errors.unknown_token("admin_token does not match this game")
+        await self.losses.deleting(game_id)  # (its absence is then no loss, on any replica)
         if not await self.store.delete(game_id):
             raise not_found(game_id)
         self.meta.forget(game_id)

@@ -23,23 +23,28 @@ MAX_PEERS = 65536  # buckets kept; the least recently seen peer is forgotten fir
 
 def peer_key(peer: str) -> str:
     """Who a gRPC peer string (``ipv4:1.2.3.4:5678``, ``ipv6:[::1]:5678``, ``unix:/p``) counts
-    as: its address without the port; an IPv6 address by its /64 (one host usually holds a
-    whole /64, so counting single addresses would give it 2**64 buckets), except an
-    IPv4-mapped one (``::ffff:1.2.3.4``), which is the IPv4 caller it maps."""
+    as: its address without the port (``address_key``)."""
     kind, _, rest = peer.partition(":")
     if kind == "ipv4":
         return "ipv4:" + rest.rpartition(":")[0]
     if kind == "ipv6":
         host = rest.rpartition(":")[0].strip("[]").split("%")[0]
         try:
-            mapped = ipaddress.IPv6Address(host).ipv4_mapped
-            if mapped is not None:  # an IPv4 caller of a dual-stack port: its own address
-                return f"ipv4:{mapped}"
-            net = ipaddress.IPv6Network((host, 64), strict=False)
+            return address_key(ipaddress.IPv6Address(host))
         except ValueError:
             return "ipv6:" + host
-        return f"ipv6:{net}"
     return peer
+
+
+def address_key(a: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    """Who an address counts as: itself; an IPv6 address by its /64 (one host usually holds a
+    whole /64, so counting single addresses would give it 2**64 buckets), except an
+    IPv4-mapped one (``::ffff:1.2.3.4``), which is the IPv4 caller it maps."""
+    if isinstance(a, ipaddress.IPv4Address):
+        return f"ipv4:{a}"
+    if a.ipv4_mapped is not None:  # an IPv4 caller of a dual-stack port: its own address
+        return f"ipv4:{a.ipv4_mapped}"
+    return f"ipv6:{ipaddress.IPv6Network((a, 64), strict=False)}"
 
 
 class RateLimit:

@@ -45,6 +45,20 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 PREINITIALISED_CODES = ("OK", "INTERNAL", "UNAVAILABLE")
 RPC_METHODS = tuple(m.name for m in engine_pb2.DESCRIPTOR.services_by_name["Engine"].methods)
 ENQUEUE_REASONS = ("turn", "sweep")
+# WatchGame refusals: too many streams on the replica or from one caller, too many histories
+# rebuilt for one caller (ENGINE_WATCH_REBUILDS_PER_MINUTE).
+WATCH_REFUSALS = ("per_replica", "per_peer", "rebuilds")
+# (reason, limit) of the refusals by a limit that are exported at 0 from the start.
+LIMIT_REFUSALS = (
+    ("RATE_LIMITED", "ENGINE_LIMIT_CREATE_PER_MINUTE"),
+    ("RATE_LIMITED", "ENGINE_LIMIT_SUBMIT_PER_SECOND"),
+    ("RATE_LIMITED", "ENGINE_WATCH_REBUILDS_PER_MINUTE"),
+    ("RATE_LIMITED", "ENGINE_ANALYSIS_PER_MINUTE"),
+    ("STREAM_LIMIT", "ENGINE_WATCH_MAX_STREAMS"),
+    ("STREAM_LIMIT", "ENGINE_WATCH_MAX_STREAMS_PER_PEER"),
+    ("LIVE_GAMES_LIMIT", "ENGINE_MAX_LIVE_GAMES"),
+    ("ANALYSIS_CAPACITY", "ENGINE_ANALYSIS_MAX_IN_FLIGHT"),
+)
 
 _LATENCY_BUCKETS = (
     0.0005,
@@ -138,6 +152,13 @@ class Metrics:
             "(a Redis rollback: snapshot restore, failover to a lagging replica, lost AOF tail)",
             registry=r,
         )
+        self.games_lost = Counter(
+            "ascension_store_games_lost",
+            "games this replica served lately that the store no longer holds, though they were "
+            "neither deleted nor can have expired (Redis restarted without its data, an older "
+            "snapshot restored, a failover); each counted once per server process",
+            registry=r,
+        )
         self.watch_streams = Gauge(
             "ascension_watch_streams",
             "WatchGame streams open on this replica",
@@ -150,8 +171,17 @@ class Metrics:
             ["limit"],
             registry=r,
         )
-        for limit in ("per_replica", "per_peer"):
+        for limit in WATCH_REFUSALS:
             self.watch_refused.labels(limit)
+        self.limit_refusals = Counter(
+            "ascension_limit_refusals",
+            "calls refused by a limit (RESOURCE_EXHAUSTED), by reason and by the setting that "
+            "set the limit",
+            ["reason", "limit"],
+            registry=r,
+        )
+        for reason, limit in LIMIT_REFUSALS:
+            self.limit_refusals.labels(reason, limit)
         self.watch_rebuilt = Counter(
             "ascension_watch_rebuilt_updates",
             "updates sent to watchers from a history rebuilt from the game's replay log (older "
@@ -171,6 +201,9 @@ class Metrics:
                 self.requests.labels(method, code)
         for kind in KIND_NAMES.values():
             self.actions.labels(kind)
+
+    def refused(self, reason: str, limit: str) -> None:
+        self.limit_refusals.labels(reason, limit).inc()
 
     def observe_store(self, op: str, seconds: float) -> None:
         child = self._store_children.get(op)

@@ -23,10 +23,11 @@ from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.server import errors
 from engine_service.server.analysis import Analyses
 from engine_service.server.auth import Access
+from engine_service.server.callers import Callers
 from engine_service.server.errors import ServiceError
 from engine_service.server.games import Games
 from engine_service.server.grpc_compat import grpc
-from engine_service.server.limits import CallLimits, LiveGamesCap, LogLimiter, peer_key
+from engine_service.server.limits import CallLimits, LiveGamesCap, LogLimiter
 from engine_service.server.metrics import Metrics
 from engine_service.store import StoreError, UnreadableData
 
@@ -100,6 +101,7 @@ def unary(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
                     raise
                 err = _error_of(e)
                 code = err.code.value
+                self._count_refusal(err)
                 await _fail(context, err)
                 raise  # not reached: abort raises
             finally:
@@ -120,14 +122,25 @@ class EngineService:
         access: Access | None = None,
         limits: CallLimits | None = None,
         analyses: Analyses | None = None,
+        callers: Callers | None = None,
     ) -> None:
         self.games = games
         self.metrics = metrics
         self.access = access or Access()
         self.limits = limits or CallLimits()
+        self.callers = callers or Callers()
         self.analyses = analyses or Analyses(games)
         cap = self.limits.max_live_games
         self._live_games = LiveGamesCap(cap, games.store.active_games) if cap else None
+
+    def _count_refusal(self, err: ServiceError) -> None:
+        if err.code is errors.Code.RESOURCE_EXHAUSTED:
+            self.metrics.refused(err.reason, err.metadata.get("limit", ""))
+
+    def _caller(self, context: Any) -> str:
+        """Who the call counts as for the per-caller limits (callers.py): an operator by its
+        key, else the client's address."""
+        return self.access.operator_id(context) or self.callers.key(context)
 
     @unary("CreateGame")
     async def CreateGame(
@@ -138,7 +151,7 @@ class EngineService:
         )
         self.access.check_seed(request, operator)
         if self.limits.create is not None and not operator:
-            self.limits.create.take(peer_key(context.peer()))
+            self.limits.create.take(self.callers.key(context))
         if self._live_games is not None:
             await self._live_games.check()
         return await self.games.create(request)
@@ -158,7 +171,8 @@ class EngineService:
         self, request: epb.SubmitActionRequest, context: Any
     ) -> epb.SubmitActionResponse:
         if self.limits.submit is not None:
-            self.limits.submit.take(peer_key(context.peer()))
+            who = self.games.caller_of(request.game_id, request.token)
+            self.limits.submit.take(who or self.callers.key(context))
         return await self.games.submit(request)
 
     @unary("ListGames")
@@ -212,7 +226,7 @@ class EngineService:
                 request.game_id,
                 request.after_version,
                 request.after_commit_id,
-                context.peer(),
+                self._caller(context),
                 active,
             )
             async for raw in updates:
@@ -225,6 +239,7 @@ class EngineService:
                 raise
             err = _error_of(e)
             code = err.code.value
+            self._count_refusal(err)
             await _fail(context, err)
         finally:
             self.metrics.observe_rpc("WatchGame", code, t0)

@@ -10,10 +10,12 @@ history rebuilt from its replay log (``history.py``); a stream that falls behind
 slow caller) catches up the same way. Every version is sent, in order, once.
 
 History checks: a watcher may name the commit id of the last update it has; the store must
-still hold it. The readers check, after any store error and every ``verify_seconds``, that
-each watched game still holds the version they last read: a store that went back in time (a
-snapshot restored, a failover to a lagging replica) ends that game's watchers with DATA_LOSS
-naming the versions lost, and is counted.
+still hold it. Each update a reader reads must follow the last (its parent commit id), and the
+readers check, after any store error and every ``verify_seconds``, that each watched game
+still holds the version they last read: a store that went back in time (a snapshot restored,
+a failover to a lagging replica) ends that game's watchers with DATA_LOSS naming the versions
+lost (``losses.py``; the replica's memory of what it saw counts it, once). A watched game the
+store lost whole ends its watchers with GAME_LOST (not deleted, not expired).
 
 Damaged updates: an update whose stored bytes do not parse as its version's (its window entry
 read whole) is read as a gap, as a damaged window entry is: streams get that version, and
@@ -37,14 +39,14 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from engine_service.api.ascension.v1 import game_pb2 as pb
-from engine_service.server.errors import Code, ServiceError, not_found
+from engine_service.server.errors import Code, ServiceError
 from engine_service.server.history import History
-from engine_service.server.limits import LogLimiter, RateLimit, peer_key
+from engine_service.server.limits import LogLimiter, RateLimit
+from engine_service.server.losses import Losses
 from engine_service.server.metrics import Metrics
 from engine_service.store import Store, StoredUpdate, StoreError
 
 log = logging.getLogger("ascension.engine.watch")
-lost_log = LogLimiter(log)
 damaged_log = LogLimiter(log)
 
 
@@ -147,6 +149,7 @@ class WatchHub:
         self._per_peer: collections.Counter[str] = collections.Counter()
         self._stopping = False
         self.history = History(store)
+        self.losses = Losses(store, metrics)
         n = self.limits.rebuilds_per_minute
         self._rebuilds = (
             RateLimit(
@@ -207,8 +210,8 @@ class WatchHub:
         active: Callable[[], bool],
     ) -> AsyncIterator[StoredUpdate]:
         """Updates of ``game_id`` above ``after_version``, until the game ends, the caller goes
-        away (``active`` turns false) or the server stops."""
-        peer = peer_key(peer)  # the rate limits' notion of a peer (an IPv6 caller: its /64)
+        away (``active`` turns false) or the server stops. ``peer``: who the caller counts as
+        for the limits per caller (callers.py)."""
         self._admit(peer)
         try:
             async for u in self._watch(game_id, after_version, after_commit_id, peer, active):
@@ -222,9 +225,9 @@ class WatchHub:
         async with self._joining:
             rec = await self.store.load(game_id)
         if rec is None:
-            raise not_found(game_id)
+            raise await self.losses.missing(game_id)
         if last > rec.version or (last == rec.version and last_id and last_id != rec.commit_id):
-            raise self._lost(game_id, last, rec.version, observed=False)
+            raise await self._lost(game_id, last, last_id, rec.version, rec.commit_id)
         if rec.over and last >= rec.version:
             return
         head = rec.version  # a version the store holds (or held: it may be trimmed since)
@@ -243,7 +246,11 @@ class WatchHub:
             if (backlog and backlog[0].version > last + 1) or (not backlog and last < head):
                 rebuilds += 1
                 if self._rebuilds is not None:
-                    self._rebuilds.take(peer)  # a replay of the game's log: CPU of this replica
+                    try:  # (a replay of the game's log: CPU of this replica)
+                        self._rebuilds.take(peer)
+                    except ServiceError:
+                        self.metrics.watch_refused.labels("rebuilds").inc()
+                        raise
                 async with self._joining:
                     rebuilt = await self.history.since(game_id, last) if rebuilds <= 3 else None
                 if not rebuilt:
@@ -252,7 +259,11 @@ class WatchHub:
                 backlog = rebuilt
             # The history goes on from the caller's last update, or the store holds another.
             if backlog and last_id and backlog[0].parent_id and backlog[0].parent_id != last_id:
-                raise self._lost(game_id, last, backlog[-1].version, observed=sent)
+                first = backlog[0]
+                if sent:  # (else only the caller's claim: what this replica saw is what counts)
+                    await self.losses.observe(game_id, first.version - 1, first.parent_id, None)
+                top = backlog[-1]
+                raise await self._lost(game_id, last, last_id, top.version, top.commit_id)
             for u in backlog:
                 yield u
                 last, last_id, sent = u.version, u.commit_id, True
@@ -300,28 +311,13 @@ class WatchHub:
             metadata={"first_version": str(last + 1)},
         )
 
-    def _lost(self, game_id: str, seen: int, holds: int, *, observed: bool = True) -> ServiceError:
-        """DATA_LOSS for watchers who have seen version ``seen``. ``observed``: this replica
-        read that history itself (counted and logged); otherwise it is only a caller's claim,
-        which anyone can make: answered alike, but neither counted nor logged as a rollback."""
-        if observed:
-            self.metrics.rollbacks_detected.inc()
-            lost_log.warning(  # rate-limited
-                "game %s: this replica had read version %d but the store holds version %d "
-                "(the store lost versions)",
-                game_id,
-                seen,
-                holds,
-            )
-        return ServiceError(
-            Code.DATA_LOSS,
-            f"the store no longer holds the history you have seen: it holds game {game_id} at "
-            f"version {holds}, versions after {min(seen, holds)} you received were lost (a "
-            f"store rollback); read the game again (GetGame) and watch from its version",
-            (("current-version", str(holds)),),
-            reason="DATA_LOSS",
-            metadata={"current_version": str(holds)},
-        )
+    async def _lost(
+        self, game_id: str, seen: int, seen_id: str, holds: int, holds_id: str
+    ) -> ServiceError:
+        """DATA_LOSS for watchers who have version ``seen`` (commit ``seen_id``), naming the
+        versions lost. Counting and logging a rollback is for the replica's memory of what it
+        saw, which notices it once (a caller's claim, which anyone can make, is not counted)."""
+        return await self.losses.data_loss(game_id, seen, seen_id, holds, holds_id, watching=True)
 
     # ---- feeds -------------------------------------------------------------------------
 
@@ -364,7 +360,7 @@ class WatchHub:
         if ups and feed is not None:
             fresh = [u for u in ups if u.version > feed.cursor]
             if fresh:
-                self._deliver(group, feed, fresh)
+                await self._deliver(group, feed, fresh)
 
     def _part(self, game_id: str, watcher: _Watcher) -> None:
         feeds = self._feeds[self.store.group_of(game_id)]
@@ -393,7 +389,7 @@ class WatchHub:
             w.queue.put_nowait(_BEHIND)
             w.last = 1 << 62
 
-    def _deliver(self, group: int, feed: _Feed, ups: list[StoredUpdate]) -> None:
+    async def _deliver(self, group: int, feed: _Feed, ups: list[StoredUpdate]) -> None:
         # A gap first (this reader fell behind the window, or read a damaged update): the next
         # update's parent is then not the cursor's commit either, but the history is only
         # trimmed, not lost; each stream catches up from the store by itself.
@@ -403,33 +399,53 @@ class WatchHub:
                 self._put(w, _BEHIND, force=True)
             self._feeds[group].pop(feed.game_id, None)
             return
+        gid = feed.game_id
         if feed.cursor_id and ups[0].parent_id and ups[0].parent_id != feed.cursor_id:
-            self._end_feed(group, feed, self._lost(feed.game_id, feed.cursor, ups[0].version - 1))
+            # Another history goes on from the version before these: the store lost ours.
+            cursor, cursor_id, top = feed.cursor, feed.cursor_id, ups[-1]
+            await self.losses.observe(gid, ups[0].version - 1, ups[0].parent_id, None)
+            error = await self._lost(gid, cursor, cursor_id, top.version, top.commit_id)
+            if self._feeds[group].get(gid) is feed:
+                self._end_feed(group, feed, error)
             return
+        found = None  # (delivered without waiting: deliveries to a feed never interleave)
         for u in ups:
+            found = self.losses.note(gid, u.version, u.commit_id, u.over) or found
             feed.recent.append(u)
             for w in feed.watchers:
                 if u.version > w.last:
                     w.last = u.version
                     self._put(w, u)
         feed.cursor, feed.cursor_id = ups[-1].version, ups[-1].commit_id
+        if found is not None:  # a history this replica saw elsewhere (its reads) was lost
+            await self.losses.report(gid, found)
 
     async def _verify(self, group: int) -> None:
         """End the watchers of games that are gone or that the store rolled back."""
         feeds = self._feeds[group]
         if not feeds:
             return
-        heads = await self.store.heads(list(feeds))
-        for gid, feed in list(feeds.items()):
+        # What each feed had read before asking: a feed may read on meanwhile (a joiner's
+        # follow-up), and what it reads then is no later than the store's head.
+        before = {
+            gid: (f, f.cursor, f.cursor_id, self.losses.mark(gid)) for gid, f in feeds.items()
+        }
+        heads = await self.store.heads(list(before))
+        for gid, (feed, cursor, cursor_id, mark) in before.items():
+            if feeds.get(gid) is not feed:
+                continue  # ended meanwhile
             head = heads.get(gid)
             if head is None:
-                self._end_feed(group, feed, None)  # deleted, or expired
+                error = await self.losses.missing(gid)  # (not found: deleted, or expired)
+                if feeds.get(gid) is feed:
+                    self._end_feed(group, feed, error if error.reason == "GAME_LOST" else None)
                 continue
             version, commit_id = head
-            if version < feed.cursor or (
-                version == feed.cursor and feed.cursor_id and commit_id != feed.cursor_id
-            ):
-                self._end_feed(group, feed, self._lost(gid, feed.cursor, version))
+            await self.losses.observe(gid, version, commit_id, None, mark)
+            if version < cursor or (version == cursor and cursor_id and commit_id != cursor_id):
+                error = await self._lost(gid, cursor, cursor_id, version, commit_id)
+                if feeds.get(gid) is feed:
+                    self._end_feed(group, feed, error)
 
     async def _read(self, group: int) -> None:
         feeds = self._feeds[group]
@@ -463,7 +479,7 @@ class WatchHub:
                 if feed is not None:
                     fresh = [u for u in ups if u.version > feed.cursor]
                     if fresh:
-                        self._deliver(group, feed, fresh)
+                        await self._deliver(group, feed, fresh)
 
     async def stop(self) -> None:
         """End every stream (UNAVAILABLE, with the version to resume after)."""

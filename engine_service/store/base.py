@@ -22,7 +22,7 @@ import enum
 import hashlib
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,14 @@ def chained_commit_id(parent_id: str, seat: int, action: int) -> str:
     """The commit id of the version that ``seat`` playing ``action`` makes of ``parent_id``'s."""
     data = f"{parent_id}:{seat}:{action}".encode()
     return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+def chain_ids(game_id: str, log: Sequence[tuple[int, int]]) -> list[str]:
+    """The commit ids of a game's history from its action log: ``[i]`` is version i + 1's."""
+    ids = [first_commit_id(game_id)]
+    for seat, action in log:
+        ids.append(chained_commit_id(ids[-1], seat, action))
+    return ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +299,10 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def take_reply(self, game_id: str, key: str) -> bytes | None:
         """The data left for ``key``, removed as it is read (None if there is none)."""
+
+    @abc.abstractmethod
+    async def peek_reply(self, game_id: str, key: str) -> bytes | None:
+        """The data left for ``key``, left in place (None if there is none or it expired)."""
 
     async def tidy(self, limit: int) -> int:
         """Drop index entries of games that expired (idle or finished); at most about

@@ -5,24 +5,39 @@ store for the game's current version and commit id, and for the state only when 
 id is not the cached one (one round trip; a small reply on a hit). A load that allows a stale
 answer (``fresh=False``) is answered from the cache: its caller's commit is a compare-and-set
 on that commit id, so it can never build on a state the store does not hold, and the caller
-judges again after a fresh load whatever it refuses.
+judges again after a fresh load whatever it refuses. A read never replaces a newer record: a
+commit of this replica may finish while a read sent before it is on its way back.
 
 The cache also notices when the store went back in time (a snapshot restored, a failover to a
 replica that had not received the last writes, an append-only file that lost its last second):
-the store holds a lower version than this replica saw, or the same version with another commit
-id. Each such game is reported to ``on_rollback`` (counted and logged by the server) and
-forgotten.
+every answer of the store is an observation of what this replica saw of the game (``seen``,
+see seen.py), which tells a lower version than was seen before the request was sent, or
+another commit id at a version seen. Each such loss is settled against the store's replay log
+(which versions exactly), reported to ``on_rollback`` (counted and logged by the server), and
+the game's record forgotten.
 """
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from engine_service.store.base import Commit, CommitResult, CommitStatus, GameRecord, NewGame, Store
+from engine_service.store.base import (
+    Commit,
+    CommitResult,
+    CommitStatus,
+    GameRecord,
+    NewGame,
+    Store,
+    StoreError,
+    UnreadableData,
+    chain_ids,
+)
+from engine_service.store.seen import Lost, Mark, SeenGames
 from engine_service.store.wrapper import StoreWrapper
 
-RollbackObserver = Callable[[str, str], None]  # (game id, what was seen)
+RollbackObserver = Callable[[str, Lost], None]  # (game id, the history the store lost)
 
 
 class CachingStore(StoreWrapper):
@@ -32,14 +47,19 @@ class CachingStore(StoreWrapper):
         self._size = size
         self._records: OrderedDict[str, GameRecord] = OrderedDict()
         self._meta: OrderedDict[str, bytes] = OrderedDict()  # never changes: kept longer
+        self.seen = SeenGames(size)
 
     # ---- the cache ---------------------------------------------------------------------
 
     def _keep(self, rec: GameRecord) -> None:
-        self._records[rec.game_id] = rec
-        self._records.move_to_end(rec.game_id)
-        if len(self._records) > self._size:
-            self._records.popitem(last=False)
+        now = self._records.get(rec.game_id)
+        if now is not None and now.version > rec.version:
+            self._records.move_to_end(rec.game_id)  # (a newer one came back first)
+        else:
+            self._records[rec.game_id] = rec
+            self._records.move_to_end(rec.game_id)
+            if len(self._records) > self._size:
+                self._records.popitem(last=False)
         if rec.game_id not in self._meta:
             self._meta[rec.game_id] = rec.meta
             if len(self._meta) > 4 * self._size:
@@ -48,26 +68,52 @@ class CachingStore(StoreWrapper):
     def forget(self, game_id: str) -> None:
         self._records.pop(game_id, None)
 
-    def check_history(self, game_id: str, version: int, commit_id: str) -> bool:
-        """False (and reported) when the store's (version, commit id) cannot follow what this
-        replica last saw of the game: the store lost versions."""
-        seen = self._records.get(game_id)
-        if seen is None:
-            return True
-        if version < seen.version or (version == seen.version and commit_id != seen.commit_id):
-            self.forget(game_id)
-            self._on_rollback(
-                game_id,
-                f"this replica saw version {seen.version} (commit {seen.commit_id}); "
-                f"the store holds version {version} (commit {commit_id})",
-            )
-            return False
-        return True
+    # ---- what the store lost -------------------------------------------------------------
+
+    async def observe(
+        self,
+        game_id: str,
+        version: int,
+        commit_id: str,
+        over: bool | None,
+        mark: Mark | None = None,
+        *,
+        moved_at: float = 0.0,
+    ) -> Lost | None:
+        """The store holds ``version`` with ``commit_id`` (read by a request sent at ``mark``,
+        or elsewhere: the watch hub's feeds). A loss it shows is settled and reported."""
+        lost = self.seen.observe(game_id, version, commit_id, over, mark, moved_at=moved_at)
+        if lost is not None:
+            await self.report(game_id, lost)
+        return lost
+
+    async def report(self, game_id: str, lost: Lost) -> None:
+        """A loss ``seen`` found: the record is forgotten, the loss settled and reported."""
+        self.forget(game_id)
+        await self.settle(game_id, lost)
+        self._on_rollback(game_id, lost)
+
+    async def settle(self, game_id: str, lost: Lost) -> None:
+        """Which versions were lost: compared with the store's chain of commit ids, read from
+        its replay log (only its head is used when the log cannot be read or does not lead
+        to it: then the versions are a lower bound)."""
+        ids: list[str] | None = None
+        try:
+            log = await self.inner.action_log(game_id)
+        except (StoreError, UnreadableData):
+            log = None
+        if log is not None and len(log) >= lost.store_version - 1:
+            chain = chain_ids(game_id, log[: lost.store_version - 1])
+            if chain[-1] == lost.store_id:
+                ids = chain
+        lost.settle(ids)
 
     # ---- Store -------------------------------------------------------------------------
 
     async def create(self, game: NewGame) -> None:
+        sent = time.time()
         await self.inner.create(game)
+        self.seen.observe(game.game_id, 1, game.commit_id, False, moved_at=sent)
         self._keep(GameRecord(game.game_id, 1, game.commit_id, game.state, game.meta, False))
 
     async def load(self, game_id: str, *, fresh: bool = True) -> GameRecord | None:
@@ -77,38 +123,42 @@ class CachingStore(StoreWrapper):
             return cached
         meta = self._meta.get(game_id)
         known = cached.commit_id if cached is not None else ""
+        mark = self.seen.mark(game_id)
         row = await self.inner.load_if_changed(game_id, known, meta is None)
         if row is None:
-            rec = None
-        else:
-            version, commit_id, over, state, fetched_meta = row
-            if state is None:
-                assert cached is not None
-                rec = cached
-            else:
-                meta = fetched_meta if meta is None else meta
-                assert meta is not None
-                rec = GameRecord(game_id, version, commit_id, state, meta, over)
-        if rec is None:
             self.forget(game_id)
             return None
-        self.check_history(game_id, rec.version, rec.commit_id)
-        self._keep(rec)
+        version, commit_id, over, state, fetched_meta = row
+        if state is None:
+            assert cached is not None
+            rec = cached
+        else:
+            meta = fetched_meta if meta is None else meta
+            assert meta is not None
+            rec = GameRecord(game_id, version, commit_id, state, meta, over)
+        overtaken = not self.seen.current(game_id, mark)  # (by a loss found meanwhile)
+        await self.observe(game_id, rec.version, rec.commit_id, rec.over, mark)
+        if not overtaken:
+            self._keep(rec)
         return rec
 
     async def commit(self, c: Commit) -> CommitResult:
+        mark = self.seen.mark(c.game_id)
+        sent = time.time()
         res = await self.inner.commit(c)
         if res.status is CommitStatus.OK:
+            await self.observe(c.game_id, res.version, c.commit_id, c.over, mark, moved_at=sent)
             meta = self._meta.get(c.game_id)
             if meta is not None:
                 self._keep(GameRecord(c.game_id, res.version, c.commit_id, c.state, meta, c.over))
         elif res.status is CommitStatus.MISSING:
             self.forget(c.game_id)
         else:
-            if self.check_history(c.game_id, res.version, res.commit_id):
-                self.forget(c.game_id)  # it moved on: the next load reads it
+            await self.observe(c.game_id, res.version, res.commit_id, None, mark)
+            self.forget(c.game_id)  # it moved on: the next load reads it
         return res
 
     async def delete(self, game_id: str) -> bool:
         self.forget(game_id)
+        self.seen.forget(game_id)
         return await self.inner.delete(game_id)

@@ -281,6 +281,11 @@ class MemoryStore(Store):
             hit = self._replies.pop((game_id, key), None)
         return hit[0] if hit is not None and hit[1] > time.time() else None
 
+    async def peek_reply(self, game_id: str, key: str) -> bytes | None:
+        with self._lock:
+            hit = self._replies.get((game_id, key))
+        return hit[0] if hit is not None and hit[1] > time.time() else None
+
     async def tidy(self, limit: int) -> int:
         with self._lock:
             before = len(self._games)

@@ -91,6 +91,9 @@ class StoreWrapper(Store):
     async def take_reply(self, game_id: str, key: str) -> bytes | None:
         return await self.inner.take_reply(game_id, key)
 
+    async def peek_reply(self, game_id: str, key: str) -> bytes | None:
+        return await self.inner.peek_reply(game_id, key)
+
     async def tidy(self, limit: int) -> int:
         return await self.inner.tidy(limit)
 

@@ -3,10 +3,12 @@ on the same port and data directory (so it comes back from its own RDB or AOF fi
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import redis
@@ -15,11 +17,13 @@ from tests.service.support import free_port
 
 
 class RedisProcess:
-    def __init__(self, data_dir: Path, *args: str) -> None:
+    def __init__(self, data_dir: Path, *args: str, env: Mapping[str, str] | None = None) -> None:
+        """``env``: more environment variables of the server (e.g. ``LD_PRELOAD``)."""
         self.dir = data_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.args = args
+        self.env = {**os.environ, **env} if env else None
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -33,8 +37,9 @@ class RedisProcess:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         cmd = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
                "--save", "", "--appendonly", "no", *self.args]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 15
+        out = subprocess.DEVNULL
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=out, env=self.env)
+        deadline = time.monotonic() + 30
         while True:
             try:
                 with self.client() as c:

@@ -15,7 +15,7 @@ import grpc  # type: ignore[import-untyped]
 
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
-from engine_service.store import keys
+from engine_service.store import chain_ids, keys
 from tests.reliability.redis_proc import RedisProcess
 from tests.service import support
 
@@ -24,7 +24,9 @@ GAMES = 4
 
 class Player(threading.Thread):
     """Plays one game through one engine address, recording every acknowledged action as
-    (version, seat, action). Transient failures are retried with the same idempotency key."""
+    (version, seat, action). Transient failures are retried with the same idempotency key. A
+    submit decided on a version the store lost is told so (DATA_LOSS, kept in ``data_losses``
+    with the (expected, current) versions); the player reads the game again and goes on."""
 
     def __init__(self, address: Callable[[], str], game: epb.CreateGameResponse, seed: int,
                  stop: threading.Event) -> None:  # fmt: skip
@@ -33,9 +35,11 @@ class Player(threading.Thread):
         self.game = game
         self.rng = random.Random(seed)
         self.stop_ = stop
-        self.acked: dict[int, tuple[int, int]] = {}
+        self.acked: dict[int, tuple[int, int]] = {}  # version -> (seat, action): the last told
+        self.acks: list[tuple[int, str]] = []  # every (version, commit id) told, in order
         self.replayed = 0
         self.errors: list[str] = []
+        self.data_losses: list[tuple[int, int, str]] = []  # (expected, current version, message)
 
     def run(self) -> None:
         channel = grpc.insecure_channel(self.address())
@@ -53,6 +57,8 @@ class Player(threading.Thread):
                 except grpc.RpcError as e:
                     channel, stub = self._reconnect(channel, e)
                     continue
+                if not view.legal_actions:  # (the game moved, or went back, between the reads)
+                    continue
                 req = epb.SubmitActionRequest(
                     game_id=gid, token=self.game.seat_tokens[seat], expected_version=view.version,
                     action=support.pick(view, self.rng), idempotency_key=f"{gid}:{view.version}",
@@ -61,12 +67,22 @@ class Player(threading.Thread):
                     try:
                         resp = stub.SubmitAction(req, timeout=5)
                     except grpc.RpcError as e:
-                        if e.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
+                        if e.code() == grpc.StatusCode.DATA_LOSS:
+                            current = int(dict(e.trailing_metadata() or ()).get("current-version", -1))
+                            self.data_losses.append((view.version, current, e.details()))
+                            break
+                        if e.code() == grpc.StatusCode.ABORTED:
+                            current = int(dict(e.trailing_metadata() or ()).get("current-version", -1))
+                            if current < view.version:  # ("another action" cannot explain it)
+                                self.errors.append(f"ABORTED below the version seen: {e.details()}")
+                            break
+                        if e.code() == grpc.StatusCode.FAILED_PRECONDITION:
                             break
                         channel, stub = self._reconnect(channel, e)
                         continue
                     self.replayed += resp.replayed
                     self.acked[resp.update.version] = (resp.update.seat, resp.update.action)
+                    self.acks.append((resp.update.version, resp.update.commit_id))
                     break
         except Exception as e:
             self.errors.append(repr(e))
@@ -90,13 +106,13 @@ def stored_log(r: RedisProcess, game_id: str) -> list[tuple[int, int]]:
 
 
 def lost(r: RedisProcess, players: list[Player]) -> int:
-    """Acknowledged actions the store does not hold (or holds differently)."""
+    """Acknowledged actions the store does not hold: versions it does not reach, or holds with
+    another history (commit id), counting each acknowledgement (a version lost and played
+    again is two)."""
     missing = 0
     for p in players:
-        log = stored_log(r, p.game.game_id)
-        for version, entry in p.acked.items():
-            if version - 2 >= len(log) or log[version - 2] != entry:
-                missing += 1
+        ids = chain_ids(p.game.game_id, stored_log(r, p.game.game_id))
+        missing += sum(1 for v, cid in p.acks if v > len(ids) or ids[v - 1] != cid)
     return missing
 
 

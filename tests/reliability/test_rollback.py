@@ -1,13 +1,15 @@
 """A Redis that goes back in time (restarted from an older snapshot) while replicas hold newer
 versions: no replica serves or builds on what the store no longer holds, the rollback is
-detected (metric, DATA_LOSS to watchers, ABORTED to a caller naming the lost commit), the SDK's
-watch resynchronises, and the stored game still replays from its log.
+detected once (metric, log), DATA_LOSS naming the versions lost (11-20) to watchers and to
+callers who decided on them, the SDK's watch resynchronises and its submit raises
+DataLossError, and the stored game still replays from its log.
 
 Real processes: a redis-server of the test's own (RDB file in a temporary directory), two
 ``ascension-engine serve`` replicas, gRPC clients."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import threading
 import time
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import grpc  # type: ignore[import-untyped]
 
-from clients.sdk import Client, DataLossError
+from clients.sdk import AsyncClient, Client, DataLossError
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
@@ -90,7 +92,9 @@ def test_a_snapshot_rollback_is_detected_and_never_built_upon(tmp_path: Path) ->
         raw_watch = stub_a.WatchGame(epb.WatchGameRequest(game_id=game.game_id, after_version=10))
         lost = play(stub_a, game, 10, seed=2)  # versions 11..20: acknowledged, then lost
         assert lost.version == 20
-        assert [next(raw_watch).version for _ in range(10)] == list(range(11, 21))
+        lost_updates = [next(raw_watch) for _ in range(10)]
+        assert [u.version for u in lost_updates] == list(range(11, 21))
+        lost_at = {u.version: u.commit_id for u in lost_updates}
 
         r.restart()  # back at version 10
         b_view = play(stub_b, game, 10, seed=3)  # versions 11..20 again, another history
@@ -99,9 +103,10 @@ def test_a_snapshot_rollback_is_detected_and_never_built_upon(tmp_path: Path) ->
         # Replica A serves the store's game, not the one it had cached.
         seen_a = stub_a.GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=CALL_TIMEOUT)
         assert (seen_a.version, seen_a.commit_id) == (20, b_view.commit_id)
-        assert support.metric(a, "ascension_store_rollbacks_detected_total") >= 1
+        assert support.metric(a, "ascension_store_rollbacks_detected_total") == 1
+        assert support.metric(b, "ascension_store_rollbacks_detected_total") == 0
         deadline = time.monotonic() + 10  # the log is read from the engine's output by a thread
-        while "the store lost versions" not in a.log():
+        while "the store lost versions: versions 11-20 this replica saw" not in a.log():
             assert time.monotonic() < deadline, a.log()
             time.sleep(0.05)
 
@@ -109,10 +114,35 @@ def test_a_snapshot_rollback_is_detected_and_never_built_upon(tmp_path: Path) ->
         seat = seen_a.to_move
         mine = stub_a.GetGame(epb.GetGameRequest(game_id=game.game_id, token=game.seat_tokens[seat]),
                               timeout=CALL_TIMEOUT)  # fmt: skip
-        err = support.rpc_error(stub_a.SubmitAction, epb.SubmitActionRequest(
-            game_id=game.game_id, token=game.seat_tokens[seat], expected_version=20,
-            expected_commit_id=lost.commit_id, action=mine.legal_actions[0].id))  # fmt: skip
-        assert err.code() == grpc.StatusCode.ABORTED and lost.commit_id in err.details()
+        for stub in (stub_a, stub_b):  # (B never saw it: only a lower bound, said as such)
+            err = support.rpc_error(stub.SubmitAction, epb.SubmitActionRequest(
+                game_id=game.game_id, token=game.seat_tokens[seat], expected_version=20,
+                expected_commit_id=lost.commit_id, action=mine.legal_actions[0].id))  # fmt: skip
+            assert err.code() == grpc.StatusCode.DATA_LOSS, err
+            assert "another action" not in err.details()
+        assert "versions 11-15 of game" in support.rpc_error(stub_a.SubmitAction, epb.SubmitActionRequest(
+            game_id=game.game_id, token=game.seat_tokens[seat], expected_version=15,
+            action=mine.legal_actions[0].id, expected_commit_id=lost_at[15])).details()  # fmt: skip
+        # ... so does the SDK (which names the commit id of the version it saw)
+        with Client(a.address) as stale:
+            stale._seen(game.game_id, 20, lost.commit_id)
+            try:
+                stale.submit(game.game_id, game.seat_tokens[seat], mine.legal_actions[0].id)
+                raise AssertionError("a submit on a lost version was applied")
+            except DataLossError as e:
+                assert e.lost_versions == (11, 20), e.metadata
+            assert stale.known_version(game.game_id) == 20  # (the store's version 20 now)
+
+        async def stale_async() -> tuple[int, int] | None:
+            async with AsyncClient(a.address) as c:
+                c._seen(game.game_id, 20, lost.commit_id)
+                try:
+                    await c.submit(game.game_id, game.seat_tokens[seat], mine.legal_actions[0].id)
+                except DataLossError as e:
+                    return e.lost_versions
+            return None
+
+        assert asyncio.run(stale_async()) == (11, 20)
         # ... one who names the store's version 20 plays on it, through either replica.
         ok = stub_a.SubmitAction(epb.SubmitActionRequest(
             game_id=game.game_id, token=game.seat_tokens[seat], expected_version=20,
@@ -125,7 +155,7 @@ def test_a_snapshot_rollback_is_detected_and_never_built_upon(tmp_path: Path) ->
             raise AssertionError(f"the stream went on after a rollback: {extra.version}")
         except grpc.RpcError as e:
             assert e.code() == grpc.StatusCode.DATA_LOSS, e
-            assert "version 20" in e.details() or "version 10" in e.details()
+            assert "the store lost versions 11-20 of game" in e.details(), e.details()
 
         # The SDK's watch resynchronised and went on with the store's history.
         play(stub_b, game, 3, seed=4)

@@ -25,12 +25,15 @@ from engine_service.store import (
     Store,
     StoreError,
     StoreSettings,
+    chained_commit_id,
+    first_commit_id,
     keys,
     new_commit_id,
 )
 from engine_service.store.redis.core import CLIENTS, LEASE_MARGIN
 from engine_service.store.redis.resp import pack
 from engine_service.store.redis_store import RedisStore
+from engine_service.store.wrapper import StoreWrapper
 from tests.service import support
 
 Body = Callable[[Any], Awaitable[None]]
@@ -94,6 +97,14 @@ def _commit(game_id: str, expected: int, parent: str, key: str = "", over: bool 
         ai_pending=None,
         enqueued_at=time.time(),
     )
+
+
+def _chained(game_id: str, expected: int, parent: str, action: int = 0) -> Commit:
+    """A commit whose id is chained as the engine chains them (``action``: another history)."""
+    c = _commit(game_id, expected, parent)
+    c.action = action or c.action
+    c.commit_id = chained_commit_id(parent, c.seat, c.action)
+    return c
 
 
 async def _play(store: Store, game_id: str, parent: str, start: int, n: int, key: bool = True) -> str:
@@ -602,30 +613,93 @@ def test_list_games_walks_every_bucket_newest_first(make_store: Callable[..., St
 
 
 def test_the_cache_notices_a_store_that_went_back_in_time(make_store: Callable[..., Store]) -> None:
-    """A replica saw version 4; the store then holds version 3 (a snapshot restored), and is
-    played on to version 4 with another commit id: both are noticed, nothing builds on them."""
+    """A replica saw version 4; the store then holds version 3 (a snapshot restored): noticed
+    once, naming version 4 exactly; the store played on from there is the game's history now
+    (not noticed again). Another game, rolled back and played on to version 4 with another
+    commit id before the replica reads it again: noticed too."""
 
     async def body(inner: Store) -> None:
-        seen: list[str] = []
-        store = CachingStore(inner, lambda gid, what: seen.append(gid))
+        seen: list[tuple[str, int, int, bool]] = []
+        store = CachingStore(inner, lambda gid, lost: seen.append((gid, lost.first, lost.head, lost.exact)))
         gid = _game_id()
         cid = await _create(store, gid)
-        cid2 = await _play(store, gid, cid, 1, 1)
-        cid3 = await _play(store, gid, cid2, 2, 1)
+        cid3 = await _play(store, gid, cid, 1, 2)
         cid4 = await _play(store, gid, cid3, 3, 1)
         assert (await store.load(gid, fresh=False)).commit_id == cid4  # type: ignore[union-attr]
         await _rewind(inner, gid, 3, cid3)
         rec = await store.load(gid)
-        assert rec is not None and rec.version == 3 and seen == [gid]
-        # played on to version 4 by another replica (another commit id) ...
+        assert rec is not None and rec.version == 3 and seen == [(gid, 4, 4, True)]
+        assert (await store.load(gid, fresh=False)).version == 3  # type: ignore[union-attr]
+        # played on to version 4 (another commit id): the store's history now, nothing new lost
         other = _commit(gid, 3, cid3)
-        assert (await inner.commit(other)).status is CommitStatus.OK
-        # ... while this replica still has its version 4 cached: its commit on it is refused
-        store._keep(rec.__class__(gid, 4, cid4, b"state-4", rec.meta, False))
-        res = await store.commit(_commit(gid, 4, cid4))
-        assert res.status is CommitStatus.CONFLICT and seen == [gid, gid]
+        assert (await store.commit(other)).status is CommitStatus.OK
         fresh = await store.load(gid)
-        assert fresh is not None and fresh.commit_id == other.commit_id
+        assert fresh is not None and fresh.commit_id == other.commit_id and len(seen) == 1
+        # nothing builds on the lost version 4
+        assert (await store.commit(_commit(gid, 4, cid4))).status is CommitStatus.CONFLICT
+
+        # rolled back and played on while this replica was not looking: another id at 4 (ids
+        # chained as the engine makes them: which versions were lost is read along the log)
+        gid2 = _game_id()
+        ids = [first_commit_id(gid2)]
+        await store.create(NewGame(gid2, ids[0], b"state-1", b"{}", b"u1", 0, 1, None, time.time()))
+        for v in (1, 2, 3):
+            step = _chained(gid2, v, ids[-1])
+            assert (await store.commit(step)).status is CommitStatus.OK
+            ids.append(step.commit_id)
+        await _rewind(inner, gid2, 3, ids[2])
+        other4 = _chained(gid2, 3, ids[2], action=7)
+        assert (await inner.commit(other4)).status is CommitStatus.OK
+        rec2 = await store.load(gid2)
+        assert rec2 is not None and rec2.version == 4 and rec2.commit_id == other4.commit_id
+        assert seen[1:] == [(gid2, 4, 4, True)]
+
+    _run(make_store(), body)
+
+
+class _SlowReads(StoreWrapper):
+    """Reads the store at once but hands the answer back only when told: a read that a
+    commit of the same replica overtakes on its way back."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.read = asyncio.Event()
+        self.release = asyncio.Event()
+        self.slow = False
+
+    async def load_if_changed(
+        self, game_id: str, known_commit_id: str, want_meta: bool
+    ) -> tuple[int, str, bool, bytes | None, bytes | None] | None:
+        row = await self.inner.load_if_changed(game_id, known_commit_id, want_meta)
+        if self.slow:
+            self.read.set()
+            await self.release.wait()
+        return row
+
+
+def test_a_read_overtaken_by_a_commit_is_no_rollback(make_store: Callable[..., Store]) -> None:
+    """A read answered with version 3 that comes back after this replica's commit of version 4
+    is not the store going back; the cache keeps version 4."""
+
+    async def body(inner: Store) -> None:
+        seen: list[str] = []
+        slow = _SlowReads(inner)
+        store = CachingStore(slow, lambda gid, lost: seen.append(gid))
+        gid = _game_id()
+        cid3 = await _play(store, gid, await _create(store, gid), 1, 2)
+        await store.load(gid)  # (the state cached: the next read asks for the commit id only)
+        slow.slow = True
+        reader = asyncio.create_task(store.load(gid))
+        await slow.read.wait()  # version 3 read ...
+        slow.slow = False
+        cid4 = await _play(store, gid, cid3, 3, 1)  # ... version 4 committed ...
+        slow.release.set()  # ... and only then the read's answer arrives
+        late = await reader
+        assert late is not None and late.version == 3
+        assert seen == []
+        cached = await store.load(gid, fresh=False)
+        assert cached is not None and (cached.version, cached.commit_id) == (4, cid4)
+        assert (await store.load(gid)).version == 4 and seen == []  # type: ignore[union-attr]
 
     _run(make_store(), body)
 
@@ -633,14 +707,17 @@ def test_the_cache_notices_a_store_that_went_back_in_time(make_store: Callable[.
 async def _rewind(store: Store, gid: str, version: int, cid: str) -> None:
     """Make the store hold an older version, as a restored snapshot would."""
     if isinstance(store, RedisStore):
-        g, u = keys.game_keys(gid)[:2]
+        g, u, log = keys.game_keys(gid)[:3]
         await store.r.hset(g, mapping={"version": version, "cid": cid})
+        raw = keys.unpack_log_bytes(await store.r.get(log) or b"")  # (a short log: kept plain)
+        await store.r.set(log, raw[: 4 * (version - 1)])
         await store.r.delete(u)  # a snapshot holds the window as it was: rebuild its tail
         await store.r.rpush(u, keys.pack_window_entry(version, False, cid, "", b"u%d" % version))
     else:
         assert isinstance(store, MemoryStore)
         game = store._games[gid]
         game.version, game.commit_id = version, cid
+        del game.log[version - 1 :]
         while game.updates and game.updates[-1][0].version > version:
             game.updates.pop()
 

@@ -138,6 +138,10 @@ class RedisIndex(RedisCore):
         data = await self._guard(self.r.getdel(keys.reply_key(game_id, key)))
         return None if data is None else bytes(data)
 
+    async def peek_reply(self, game_id: str, key: str) -> bytes | None:
+        data = await self._guard(self.r.get(keys.reply_key(game_id, key)))
+        return None if data is None else bytes(data)
+
     async def tidy(self, limit: int) -> int:
         """Unfinished games expire when idle; their index entries are dropped here (active and
         AI entries by score, the games index by walking it from a cursor)."""
