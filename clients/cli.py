@@ -251,9 +251,15 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
             said = f"The engine says: {problem}" if problem else "Nothing in the engine's log"
             return f"{said} (log: {engine.log_path})"
 
-        session = PlaySession(
-            client, console, game_id, token, clear=not args.no_clear, about=about, stall_hint=hint
+        leaving = (
+            "The game stops here (its engine stops with this client)."
+            if engine is not None
+            else "You can rejoin it (the command is shown when you leave)."
         )
+        session = PlaySession(
+            client, console, game_id, token, clear=not args.no_clear, about=about,
+            stall_hint=hint, leaving=leaving,
+        )  # fmt: skip
         outcome = session.run()
         if outcome.quit:
             console.print(f"\nYou left game {game_id}.")
