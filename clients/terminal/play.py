@@ -38,7 +38,8 @@ Keys: type an action's number and Enter (a number stays with its action all turn
   Enter    redraw the screen
   q        leave the game (asks first)
 Costs: 3R = 3 Runes to acquire, 4P = 4 Power to defeat. H Hero, C Construct, M Monster.
-[YOU] [S2] are ships; Ghost is The Ghost Pirate; ● a Cursed Treasure coin on the board."""
+[YOU] [S2] are ships."""
+GOLDEN_ISLES_KEYS = " Ghost is The Ghost Pirate; ● a Cursed Treasure coin on the board."
 SIGNAL_CHECK_SECONDS = 0.2  # how long a signal may wait while the player is being asked
 HINT_MS = 1000  # search time asked for a hint (the engine caps it)
 HINTS_SHOWN = 3
@@ -383,7 +384,8 @@ class PlaySession:
         from rich.markdown import Markdown
 
         self.console.print(Markdown(how_to_play(self.view.sets)))
-        self.console.print(KEYS, highlight=False)
+        golden_isles = self.view.sets in ("cotgi", "both")
+        self.console.print(KEYS + (GOLDEN_ISLES_KEYS if golden_isles else ""), highlight=False)
         self.console.print(self.about, style="dim", highlight=False)
 
     def _card_info(self, name: str) -> None:

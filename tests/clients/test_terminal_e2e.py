@@ -239,6 +239,9 @@ def test_a_newcomers_turn_numbers_stay_and_risky_moves_ask_first() -> None:
         term.send(str(move))
         term.expect([r"\(your one move this turn"], timeout=10)
         term.send("n")
+        term.expect(["Not done"], timeout=10)
+        term.expect([PROMPT], timeout=10)
+        term.send("")  # Enter redraws: the ship did not move, the number is the same
         term.expect([PROMPT], timeout=10)
         assert term.menu()[move] == menu[move]
         term.send("q")

@@ -4,6 +4,7 @@ import { errorText, type EngineClient } from "./api";
 import { h, replaceKeepingFocus } from "./dom";
 import { SeatInfo_Kind } from "./gen/ascension/v1/game_pb";
 import type { SeatConfig } from "./gen/ascension/v1/engine_pb";
+import { howToPlayButton } from "./howto";
 import { SET_NAMES } from "./names";
 
 export interface PageConfig {
@@ -121,7 +122,7 @@ export class Lobby {
     return h(
       "div",
       { class: "lobby" },
-      h("h1", {}, "Ascension", h("small", {}, " · Skulls & Sails · Curse of the Golden Isles")),
+      h("div", { class: "lobby-head" }, h("h1", {}, "Ascension", h("small", {}, " · Skulls & Sails · Curse of the Golden Isles")), howToPlayButton(() => "both")),
       c.engine ? h("p", { class: "about" }, `Engine at ${c.engine}.`) : null,
       form,
       h("section", { class: "games", "aria-labelledby": "games-title" }, h("h2", { id: "games-title" }, "Games on this engine"), this.list),
