@@ -39,6 +39,7 @@ from clients.sdk.errors import (
 from clients.sdk.sync import Client, Watch
 from clients.sdk.tls import TLS
 from clients.sdk.types import (
+    DIFFICULTIES,
     BotSpec,
     CardInfo,
     Catalog,
@@ -52,6 +53,7 @@ from clients.sdk.types import (
 )
 
 __all__ = [
+    "DIFFICULTIES",
     "TLS",
     "AscensionError",
     "AsyncClient",

@@ -340,3 +340,19 @@ def test_a_newcomer_reads_the_cards_and_the_rules(
     assert link is not None and link["x"] + link["width"] <= width
     shot(page, f"lobby-games-{tag}")
     assert not page.errors, page.errors
+
+
+def test_the_lobby_offers_difficulty_levels(browser: Any, web: WebServer) -> None:
+    page = new_page(browser)
+    page.goto(web.url + "?pace=0")
+    page.wait_for_selector("#start")
+    options = page.locator("#difficulty option").all_inner_texts()
+    assert options[:4] == ["Easy", "Normal", "Hard", "Expert"]
+    assert page.input_value("#difficulty") == ""  # `ascension web --bot random`: its own bots
+    assert page.is_enabled("#bots")
+    page.select_option("#difficulty", "easy")
+    assert page.is_disabled("#bots") and page.is_disabled("#budget")
+    page.click("#start")
+    page.wait_for_selector(".others-area .seat", timeout=30_000)
+    assert "(greedy-honor)" in page.locator(".others-area").inner_text()  # the Easy level's bot
+    assert not page.errors, page.errors
