@@ -156,6 +156,10 @@ def test_play_a_whole_game_against_a_bot_then_watch_one(browser: Any, web: WebSe
     page.wait_for_selector(".scores")
     result = page.locator(".scores h2").inner_text()
     assert re.match(r"You win!|Seat 2 \(random\) wins\.|The game is over\.", result)
+    # said once: the score's heading names the winner, the status says where to look
+    page_text = page.inner_text("#app")
+    assert page_text.count(result) - page.inner_text(".log").count(result) == 1, page_text
+    assert page.locator(".actions").is_hidden()
     assert page.locator(".scores tbody tr").count() == 2
     log = page.locator(".log").inner_text()
     assert re.search(r"Seat 2 \(random\) (played|acquired|defeated)", log), (

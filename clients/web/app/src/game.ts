@@ -162,7 +162,7 @@ export class GameScreen {
       plays.length > 1
         ? h("button", { type: "button", class: "act play-all", "data-key": "play-all", "aria-keyshortcuts": "A", onclick: () => void this.playAll() }, h("kbd", { "aria-hidden": "true" }, "A"), "Play all your cards")
         : null;
-    this.el.actions.hidden = this.me < 0;
+    this.el.actions.hidden = this.me < 0 || this.view.over; // over: the status and the score say it
     this.el.actions.classList.toggle("all", this.allActions);
     const onTable = t.enabled ? this.view.legalActions.filter((a) => targetOf(a)).length : 0;
     // On a phone the docked list holds what the table does not offer (End your turn, a choice's
