@@ -126,9 +126,9 @@ def wait_for(path: Path, text: str, seconds: float) -> str:
     raise RuntimeError(f"{path.name}: no {text!r} after {seconds}s:\n{content[-3000:]}")
 
 
-def seat(bot: str, seed: int, **budget: int) -> epb.SeatConfig:
+def seat(bot: str, seed: int, time_ms: int = 0) -> epb.SeatConfig:
     return epb.SeatConfig(
-        kind=pb.SeatInfo.AI, name=bot, bot=epb.BotSettings(name=bot, seed=seed, **budget)
+        kind=pb.SeatInfo.AI, name=bot, bot=epb.BotSettings(name=bot, seed=seed, time_ms=time_ms)
     )
 
 

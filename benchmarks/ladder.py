@@ -11,6 +11,10 @@ gives fewer iterations on a busy machine).
     python benchmarks/ladder.py [--bots random,heuristic,expert,ismcts@100ms,ismcts@1s]
         [--games G] [--sets ss|cotgi|both] [--workers W] [--seed S] [--max-minutes M]
         [--anchor heuristic] [--anchor-rating 1000] [--json]
+    python benchmarks/ladder.py --pooled RUN.json [RUN.json ...] [--anchor heuristic]
+
+``--pooled`` plays nothing: it fits the games of earlier runs together (each file holds a
+run's output, whose last line is its ``--json`` object), e.g. runs on other deals.
 
 A bot is a spec ``name[@budget][:option=value]...`` (``ai_workers/bots/arena.py``). The
 default, 40 games per pair of the five bots, takes about 2 hours on 2 busy cores (the 1 s
@@ -106,6 +110,32 @@ def print_report(
         print(f"{short[a]:>14s}" + " ".join(cells))
 
 
+def pooled(paths: list[str], anchor: str, anchor_rating: float) -> list[Rating]:
+    """One fit over the games of several runs' ``--json`` outputs; prints the table."""
+    games: list[tuple[str, str, float]] = []
+    tally: dict[tuple[str, str], list[int]] = {}
+    for path in paths:
+        last = Path(path).read_text().strip().splitlines()[-1]
+        for r in json.loads(last)["pairs"]:
+            games += [(r["a"], r["b"], 1.0)] * r["wins_a"]
+            games += [(r["a"], r["b"], 0.0)] * (r["games"] - r["wins_a"])
+            t = tally.setdefault((r["a"], r["b"]), [0, 0])
+            t[0] += r["games"]
+            t[1] += r["wins_a"]
+    ratings = fit(games, anchor=anchor, anchor_rating=anchor_rating)
+    print(f"Elo pooled over {len(paths)} runs, {len(games)} games ({anchor} = {anchor_rating:.0f},"
+          " 95% intervals relative to it)")  # fmt: skip
+    print(f"{'bot':24s} {'Elo':>6s}  {'95% interval':>15s}  {'games':>5s} {'score':>6s}")
+    for rt in ratings:
+        print(f"{rt.name:24s} {rt.elo:6.0f}  [{rt.ci95[0]:5.0f}, {rt.ci95[1]:5.0f}]  "
+              f"{rt.games:5d} {rt.score / max(1, rt.games):6.1%}")  # fmt: skip
+    print(f"\n{'A vs B':36s} {'games':>5s} {'A wins':>6s}  {'95% CI':>16s}")
+    for (a, b), (n, w) in tally.items():
+        lo, hi = wilson(w, n)
+        print(f"{a + ' vs ' + b:36s} {n:5d} {w:6d}  [{lo:6.1%}, {hi:6.1%}]")
+    return ratings
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -121,7 +151,15 @@ def main() -> None:
     ap.add_argument("--anchor", default="heuristic", help="the bot whose rating is fixed")
     ap.add_argument("--anchor-rating", type=float, default=1000.0)
     ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    ap.add_argument("--pooled", nargs="+", metavar="RUN", help="fit earlier runs' outputs together")
     args = ap.parse_args()
+    if args.pooled:
+        ratings = pooled(args.pooled, args.anchor, args.anchor_rating)
+        if args.json:
+            print(json.dumps({"benchmark": "ladder-pooled", "runs": args.pooled, "ratings": [
+                {"bot": r.name, "elo": r.elo, "ci95": list(r.ci95), "games": r.games,
+                 "score": r.score} for r in ratings]}))  # fmt: skip
+        return
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
     if len(bots) < 2:
         ap.error("--bots needs at least two bots")

@@ -30,7 +30,7 @@ from rich.table import Table
 
 from clients import bots_runner
 from clients.embedded import EmbeddedEngine, EngineStartError
-from clients.sdk import TLS, AscensionError, Client, bot, human
+from clients.sdk import DIFFICULTIES, TLS, AscensionError, Client, bot, human
 from clients.sdk.tls import operator_key_from_env
 from clients.sdk.types import SETS
 from clients.web import hosts
@@ -39,6 +39,7 @@ from engine_service import names
 EXAMPLES = """\
 examples:
   ascension play                                # you vs an ISMCTS bot, on a private engine
+  ascension play --difficulty hard               # levels: easy, normal, hard, expert
   ascension play --players 3 --bot ismcts,heuristic --sets both
   ascension watch GAME --address HOST:PORT      # spectate
   ascension bots --games 20 --bots ismcts,heuristic
@@ -92,6 +93,14 @@ def _connection_flags(parser: argparse.ArgumentParser) -> None:
                    "(env ASCENSION_TLS_SERVER_NAME)")  # fmt: skip
     g.add_argument("--operator-key-file", help="file holding an operator key, for engines "
                    "that require one (env ASCENSION_OPERATOR_KEY[_FILE])")  # fmt: skip
+
+
+def _difficulty_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--difficulty", choices=DIFFICULTIES, default=None,
+        help="the bots' level, weakest first: " + ", ".join(DIFFICULTIES) + " (each rated in "
+        "Elo in docs/bots.md); in place of --bot and --budget-ms",
+    )  # fmt: skip
 
 
 def _tls(args: argparse.Namespace) -> TLS | None:
@@ -148,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
     )
+    _difficulty_flag(play)
     play.add_argument("--seed", type=int, default=None, help="game seed (reproducible deal)")
     play.add_argument("--name", type=_display_name, default="You", help="your display name")
     play.add_argument("--game", help="join this game (with --token) instead of creating one")
@@ -201,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument(
         "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
     )
+    _difficulty_flag(web)
     web.add_argument("--seed", type=int, default=None, help="game seed (reproducible deal)")
     web.add_argument(
         "--name", type=_display_name, default="You", help="your display name in the page's form"
@@ -262,7 +273,10 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
             for i in range(1, args.players):
                 name = args.bot[(i - 1) % len(args.bot)]
                 seed = random.randrange(2**40) if args.seed is None else args.seed * 8 + i
-                seats.append(bot(name, time_ms=args.budget_ms, seed=seed))
+                if args.difficulty:
+                    seats.append(bot(difficulty=args.difficulty, seed=seed))
+                else:
+                    seats.append(bot(name, time_ms=args.budget_ms, seed=seed))
             created = client.create_game(seats, sets=args.sets, seed=args.seed)
             game_id, token = created.game_id, created.token(0)
         about = (
@@ -277,9 +291,15 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
             said = f"The engine says: {problem}" if problem else "Nothing in the engine's log"
             return f"{said} (log: {engine.log_path})"
 
-        session = PlaySession(
-            client, console, game_id, token, clear=not args.no_clear, about=about, stall_hint=hint
+        leaving = (
+            "The game stops here (its engine stops with this client)."
+            if engine is not None
+            else "You can rejoin it (the command is shown when you leave)."
         )
+        session = PlaySession(
+            client, console, game_id, token, clear=not args.no_clear, about=about,
+            stall_hint=hint, leaving=leaving,
+        )  # fmt: skip
         outcome = session.run()
         if outcome.quit:
             console.print(f"\nYou left game {game_id}.")
@@ -381,7 +401,7 @@ def cmd_web(args: argparse.Namespace, console: Console) -> int:
         address, private = started[0], started[1] is not None
         config = serve.PageConfig(
             sets=args.sets, players=args.players, bots=list(args.bot), budget_ms=args.budget_ms,
-            seed=args.seed, name=args.name, engine=address,
+            seed=args.seed, name=args.name, engine=address, difficulty=args.difficulty or "",
         )  # fmt: skip
         url = serve.url_of(sock, args.host)
         console.print(f"Ascension in your browser: [bold]{url}[/]  (engine at {address})")

@@ -41,6 +41,7 @@ from clients.sdk.errors import (
 from clients.sdk.sync import Client, Watch
 from clients.sdk.tls import TLS
 from clients.sdk.types import (
+    DIFFICULTIES,
     BotSpec,
     CardInfo,
     Catalog,
@@ -54,6 +55,7 @@ from clients.sdk.types import (
 )
 
 __all__ = [
+    "DIFFICULTIES",
     "TLS",
     "AscensionError",
     "AsyncClient",

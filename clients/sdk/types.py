@@ -37,8 +37,13 @@ class BotSpec:
     time_ms: int = 0  # thinking time per move; 0: 1 s, or 60 s with iterations (docs/bots.md)
     seed: int = 0
     exploration: float = 0.0  # 0 = the bot's default
+    difficulty: str = ""  # a named level (DIFFICULTIES): the engine picks the bot and budget
 
     def to_proto(self) -> engine_pb2.BotSettings:
+        if self.difficulty:
+            return engine_pb2.BotSettings(
+                difficulty=self.difficulty, seed=self.seed, exploration=self.exploration
+            )
         return engine_pb2.BotSettings(
             name=self.name,
             iterations=self.iterations,
@@ -72,6 +77,10 @@ def human(name: str = "") -> SeatSpec:
     return SeatSpec(name=name)
 
 
+# The engine's named levels, weakest first (docs/bots.md, "Difficulty levels": their Elo).
+DIFFICULTIES = ("easy", "normal", "hard", "expert")
+
+
 def bot(
     name: str = "ismcts",
     *,
@@ -80,14 +89,20 @@ def bot(
     seed: int = 0,
     exploration: float = 0.0,
     display_name: str = "",
+    difficulty: str = "",
 ) -> SeatSpec:
-    """A seat played by the server's AI workers with the named bot."""
+    """A seat played by the server's AI workers with the named bot, or, with ``difficulty``
+    (one of DIFFICULTIES), with the bot and budget of that level (then ``name``,
+    ``iterations`` and ``time_ms`` are not used)."""
+    if difficulty and difficulty not in DIFFICULTIES:
+        raise ValueError(f"unknown difficulty {difficulty!r}; one of: {', '.join(DIFFICULTIES)}")
     return SeatSpec(
         name=display_name,
         bot=BotSpec(
-            name, iterations=iterations, time_ms=time_ms, seed=seed, exploration=exploration
+            name, iterations=iterations, time_ms=time_ms, seed=seed, exploration=exploration,
+            difficulty=difficulty,
         ),
-    )
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

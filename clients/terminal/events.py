@@ -8,6 +8,8 @@ groups a turn's plays, acquisitions and defeats into one line, e.g.
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,8 +125,25 @@ class EventLog:
         return len(self.entries)
 
 
+SEAT = re.compile(r"\b[Ss]eat (\d)\b(?:'s)?")
+
+
+def named(text: str, view: GameView, me: int) -> str:
+    """An event's sentence with seats named as the table names them ("You", "Ann (ismcts)")
+    instead of the rules' "Seat 2"."""
+
+    def name(m: re.Match[str]) -> str:
+        seat = int(m.group(1)) - 1
+        who = seat_name(view, seat, me)
+        if m.group(0).endswith("'s"):
+            return "your" if who == "You" and m.start() else "Your" if who == "You" else who + "'s"
+        return who if who != "You" or m.start() == 0 else "you"
+
+    return SEAT.sub(name, text)
+
+
 def render_entry(entry: TurnEntry, view: GameView, catalog: Catalog, me: int) -> Text:
-    t = styled(f"T{entry.turn} ", "dim")
+    t = styled(f"R{(max(entry.turn, 1) - 1) // max(view.players, 1) + 1} ", "dim")
     if entry.seat >= 0:
         t.append(seat_name(view, entry.seat, me), style=seat_style(entry.seat))
         t.append(": ")
@@ -144,6 +163,10 @@ def render_entry(entry: TurnEntry, view: GameView, catalog: Catalog, me: int) ->
         parts.append(Text(f"+{entry.honor} Honor", style="bold yellow"))
     if entry.ship is not None:
         parts.append(Text(f"ship to {space_label(entry.ship)}", style="blue"))
-    parts.extend(Text(o) for o in entry.other)
+    # the rest as the rules say it, without the actor the line starts with ("took Gold ×2")
+    actor = f"Seat {entry.seat + 1} "
+    others = Counter(o.removeprefix(actor) if entry.seat >= 0 else o for o in entry.other)
+    for text, n in others.items():
+        parts.append(Text(named(text, view, me) + (f" ×{n}" if n > 1 else "")))
     t.append_text(Text(" · ").join(parts))
     return t

@@ -20,23 +20,26 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from clients.how_to_play import how_to_play
 from clients.sdk import AscensionError, Client, DataLossError, IllegalActionError
 from clients.sdk.types import Catalog, GameView, LegalAction
-from clients.terminal import render
-from clients.terminal.events import EventLog
+from clients.terminal import render, why
+from clients.terminal.events import EventLog, named
+from clients.terminal.keys import ActionKeys
 from clients.terminal.style import card_cost, card_text, seat_name
 
-HELP = """\
-Type the number of an action and press Enter. Other commands:
+KEYS = """\
+Keys: type an action's number and Enter (a number stays with its action all turn). Also:
   a        play all the cards in your hand (stops at any choice to make)
-  h        hints: the three best actions by a search of what you know, with your win chances
+  h        hints: the best moves by a search of what you know, and why
   c        card texts of the center row, your hand and your cards in play
   ? NAME   the text of a card, e.g. "? mystic"
   l        the full log of events
   Enter    redraw the screen
-  q        quit (the game is abandoned)
+  q        leave the game (asks first)
 Costs: 3R = 3 Runes to acquire, 4P = 4 Power to defeat. H Hero, C Construct, M Monster.
-[YOU] [S2] are ships; Ghost is The Ghost Pirate; ● a Cursed Treasure coin on the board."""
+[YOU] [S2] are ships."""
+GOLDEN_ISLES_KEYS = " Ghost is The Ghost Pirate; ● a Cursed Treasure coin on the board."
 SIGNAL_CHECK_SECONDS = 0.2  # how long a signal may wait while the player is being asked
 HINT_MS = 1000  # search time asked for a hint (the engine caps it)
 HINTS_SHOWN = 3
@@ -84,6 +87,7 @@ class PlaySession:
         stall_hint: str | Callable[[], str] = "Are the engine's AI workers running?",
         stall_seconds: float = 30.0,
         hint_ms: int = HINT_MS,
+        leaving: str = "You can rejoin it later with its game id and your token.",
     ) -> None:
         self.client = client
         self.console = console
@@ -101,6 +105,8 @@ class PlaySession:
         self.stall_hint = stall_hint
         self.stall_seconds = stall_seconds
         self.hint_ms = hint_ms
+        self.leaving = leaving  # what leaving means, said when asking
+        self.keys = ActionKeys()
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -127,16 +133,32 @@ class PlaySession:
         if self.clear:
             self.console.clear()
         lines = self.log.lines(self.view, self.catalog, self.me)
-        screen = render.screen(self.console, self.view, self.catalog, self.me, lines, self.layout())
+        screen = render.screen(
+            self.console, self.view, self.catalog, self.me, lines, self.layout(),
+            numbered=self.numbered(),
+        )  # fmt: skip
         self.console.print(screen)
         if self.note is not None:
             self.console.print(self.note)
             self.note = None
 
+    def numbered(self) -> list[tuple[int, LegalAction]]:
+        """This view's legal actions with their numbers (stable: clients/terminal/keys.py)."""
+        return self.keys.number(self.view)
+
     def _prompt(self) -> str:
-        n = len(self.view.legal_actions)
+        keys = self.keys.describe(self.numbered())
         extra = ", a=play all" if self._plays() else ""
-        return f"Your choice (1-{n}{extra}, h=hints, ?=help, q=quit): "
+        return f"Your choice ({keys}{extra}, h=hints, ?=how to play, q=quit): "
+
+    def _yes(self, question: str) -> bool:
+        """Ask a yes/no question; no unless the answer is yes (end of input: no)."""
+        self.console.print(Text(question, style="bold"))  # wraps as it must; the prompt never
+        try:
+            answer = self.read("(y/n) ")
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
 
     def _catch_up(self) -> None:
         """Log every update up to the view's version, in order (they exist: no waiting)."""
@@ -164,7 +186,9 @@ class PlaySession:
         actions = self.view.legal_actions
         if len(actions) != 1 or actions[0].kind != "skip":
             return False
-        line = Text(f"{actions[0].description}: your only choice, answered for you.", style="yellow")
+        line = Text(
+            f"{actions[0].description}: your only choice, answered for you.", style="yellow"
+        )
         self._catch_up()
         self._submit(actions[0])
         self.console.print(line)
@@ -174,18 +198,23 @@ class PlaySession:
     def _command(self, raw: str) -> bool:
         """Handle one line of input; True once the view changed (redraw needed)."""
         low = raw.lower()
-        actions = list(self.view.legal_actions)
         if low in ("q", "quit", "exit"):
-            raise QuitGame
+            if self._yes(f"Leave this game? {self.leaving}"):
+                raise QuitGame
+            return False
         if low == "":
             self.draw()
             return False
         if low.isdigit():
+            numbered = dict(self.numbered())
             i = int(low)
-            if not 1 <= i <= len(actions):
-                self.console.print(f"[red]There is no action {i}: choose 1-{len(actions)}.[/]")
+            if i not in numbered:
+                keys = self.keys.describe(list(numbered.items()))
+                self.console.print(
+                    f"[red]There is no action {i} now[/] (the menu has {keys}); Enter redraws it."
+                )
                 return False
-            return self._choose(actions[i - 1])
+            return self._choose(numbered[i])
         if low == "a":
             return self._play_all()
         if low in ("help", "?"):
@@ -207,11 +236,35 @@ class PlaySession:
         return False
 
     def _choose(self, action: LegalAction) -> bool:
-        if action.kind == "end_turn" and self._plays():
-            answer = self.read("You still have cards to play. End your turn anyway? (y/n) ")
-            if answer.strip().lower() not in ("y", "yes"):
-                return False
+        question = self._ask_first(action)
+        if question and not self._yes(question):
+            self.console.print("[dim]Not done.[/]")
+            return False
         return self._submit(action)
+
+    def _ask_first(self, action: LegalAction) -> str:
+        """The question to ask before a move a newcomer may not mean: sailing (once a turn,
+        and The Deep or The Ghost Pirate may cost you), or ending a turn with something left
+        to play or spend. Empty: no question."""
+        if action.kind == "move":
+            where = why.what_it_buys(self.view, self.catalog, action)
+            return f"{action.description} (your one move this turn{'; ' + where if where else ''})?"
+        if action.kind != "end_turn":
+            return ""
+        left = []
+        plays = len(self._plays())
+        if plays:
+            left.append(f"play {plays} card{'s' if plays > 1 else ''}")
+        kinds = {a.kind for a in self.view.legal_actions}
+        if "acquire" in kinds:
+            left.append(f"spend {self.view.board.runes} Runes")
+        if "defeat" in kinds:
+            left.append(f"spend {self.view.board.power} Power")
+        if "use" in kinds or "flip_coins" in kinds:
+            left.append("use an ability")
+        if not left:
+            return ""
+        return f"You can still {_joined(left)}: they are lost at the end of the turn. End your turn anyway?"
 
     def _submit(self, action: LegalAction) -> bool:
         try:
@@ -297,28 +350,46 @@ class PlaySession:
         except AscensionError as e:
             self.console.print(Text(f"No hints now: {e.message}", style="yellow"))
             return
-        numbers = {a.id: i for i, a in enumerate(self.view.legal_actions, 1)}
+        numbered = self.numbered()
+        numbers = {a.id: k for k, a in numbered}
+        actions = {a.id: a for _, a in numbered}
         shown = [c for c in analysis.candidates if c.action in numbers][:HINTS_SHOWN]
         if analysis.version != self.view.version or not shown:
             self.console.print(Text("No hints: the game moved on; press Enter.", style="yellow"))
             return
         table = Table.grid(padding=(0, 1))
         table.add_column(justify="right", no_wrap=True)
-        table.add_column()
+        table.add_column(ratio=1)
         table.add_column(justify="right", no_wrap=True)
         for c in shown:
+            line = Text(c.description)
+            gained = why.honor_now(self.view, self.catalog, actions[c.action])
+            if gained:
+                line.append(f"  +{gained} Honor now", style="bold yellow")
+            reason = why.what_it_buys(self.view, self.catalog, actions[c.action])
+            if reason:
+                line.append(f"\n{reason}", style="dim")
             table.add_row(
                 Text(str(numbers[c.action]), style="bold"),
-                Text(c.description),
+                line,
                 Text(f"{c.win_probability:.0%} to win", style="green"),
             )
         self.console.print(
-            Text(f"Hints ({analysis.iterations:,} simulated continuations):", style="bold")
+            Text(
+                f"Hints: a search of {analysis.iterations:,} games played on from here (the "
+                "cards you cannot see dealt at random); your chance to win after each move:",
+                style="bold",
+            )
         )
         self.console.print(table)
 
     def _help(self) -> None:
-        self.console.print(HELP, highlight=False)
+        """How to play (the sections of this game's sets), then the keys."""
+        from rich.markdown import Markdown
+
+        self.console.print(Markdown(how_to_play(self.view.sets)))
+        golden_isles = self.view.sets in ("cotgi", "both")
+        self.console.print(KEYS + (GOLDEN_ISLES_KEYS if golden_isles else ""), highlight=False)
         self.console.print(self.about, style="dim", highlight=False)
 
     def _card_info(self, name: str) -> None:
@@ -359,7 +430,9 @@ class PlaySession:
     def _full_log(self) -> None:
         self.console.print(Rule("Every event so far", align="left"))
         for version, text in self.log.texts[-200:]:
-            self.console.print(Text(f"v{version} ", style="dim") + Text(text))
+            self.console.print(
+                Text(f"v{version} ", style="dim") + Text(named(text, self.view, self.me))
+            )
         self.console.print(Rule(style="dim"))
 
     # -- the end ---------------------------------------------------------------------------
@@ -370,3 +443,8 @@ class PlaySession:
         self.draw()
         self.console.print(render.scores_table(self.view, self.me))
         self.console.print(render.result_line(self.view, self.me))
+
+
+def _joined(parts: list[str]) -> str:
+    """ "a, b and c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

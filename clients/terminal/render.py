@@ -54,9 +54,15 @@ class Layout:
         return self.width >= WIDE
 
 
+def round_of(view: GameView, turn: int) -> int:
+    """The round a turn is in (the rules count every seat's turn; a round is one turn each,
+    from the first player): a second player's first turn is in round 1, not "turn 2"."""
+    return (max(turn, 1) - 1) // max(view.players, 1) + 1
+
+
 def header(view: GameView, me: int, layout: Layout) -> Text:
     b = view.board
-    t = styled(f"Turn {max(b.turn, 1)}", "bold")
+    t = styled(f"Round {round_of(view, b.turn)}", "bold")
     t.append(" · ")
     if view.over:
         t.append("game over", style="bold")
@@ -69,7 +75,7 @@ def header(view: GameView, me: int, layout: Layout) -> Text:
         t.append(" · ")
         if b.active_seat != me and not layout.compact:
             t.append(f"{seat_name(view, b.active_seat, me)} has ")
-        t.append(f"{b.runes} Runes", style="bold bright_cyan")
+        t.append(f"{b.runes} Rune{'' if b.runes == 1 else 's'}", style="bold bright_cyan")
         t.append(" ")
         t.append(f"{b.power} Power", style="bold bright_red")
     t.append(" · Honor pool ")
@@ -304,16 +310,17 @@ def action_columns(actions: Sequence[LegalAction], width: int) -> int:
     return 2 if longest * 2 + 2 <= width else 1
 
 
-def actions_menu(actions: Sequence[LegalAction], layout: Layout) -> Table:
-    """The legal actions, numbered from 1 (down the first column, then the second)."""
-    cols = action_columns(actions, layout.width)
+def actions_menu(numbered: Sequence[tuple[int, LegalAction]], layout: Layout) -> Table:
+    """The legal actions with their numbers (clients/terminal/keys.py), in number order down
+    the first column, then the second."""
+    cols = action_columns([a for _, a in numbered], layout.width)
     table = Table.grid(padding=(0, 2))
     for _ in range(cols):
         table.add_column(no_wrap=True, overflow="ellipsis")
-    rows = (len(actions) + cols - 1) // cols
+    rows = (len(numbered) + cols - 1) // cols
     cells: list[list[RenderableType]] = [[] for _ in range(rows)]
-    for i, a in enumerate(actions):
-        t = styled(f"{i + 1:>2} ", "bold")
+    for i, (key, a) in enumerate(numbered):
+        t = styled(f"{key:>2} ", "bold")
         t.append(a.description, style=_action_style(a.kind))
         cells[i % rows].append(t)
     for row in cells:
@@ -374,6 +381,7 @@ def screen(
     *,
     show_actions: bool = True,
     reserve: int = 1,
+    numbered: Sequence[tuple[int, LegalAction]] | None = None,
 ) -> Group:
     """One screenful: the table, your seat, the others, what happened, your actions.
 
@@ -390,10 +398,11 @@ def screen(
         top.append(my_panel(view, catalog, me))
     top.append(opponents(view, catalog, me, layout))
     bottom: list[RenderableType] = []
-    actions = list(view.legal_actions) if show_actions else []
-    if actions:
+    if numbered is None:
+        numbered = list(enumerate(view.legal_actions, 1))
+    if show_actions and numbered:
         bottom.append(Rule("Your move", style="bold", align="left"))
-        bottom.append(actions_menu(actions, layout))
+        bottom.append(actions_menu(numbered, layout))
     log_rule = Rule("What happened", style="dim", align="left")
     used = sum(_lines(console, p, layout.width) for p in [*top, log_rule, *bottom])
     room = layout.height - used - reserve

@@ -54,6 +54,7 @@ class PageConfig:
     seed: int | None = None
     name: str = "You"
     engine: str = ""  # the engine's address, for the page's "about" line
+    difficulty: str = ""  # a named level (easy, normal, hard, expert); "": bots and budget_ms
 
     def json(self) -> bytes:
         return json.dumps(asdict(self)).encode()

@@ -69,7 +69,11 @@ def describe_action(s: State, action: int) -> str:
     if kind == A.FLIP_COINS:
         return f"Turn two {L.RESOURCE_NAMES[arg]} coins face down to gain 2 {L.RESOURCE_NAMES[arg]}"
     if kind == A.SKIP:
-        return "Decline" if s.decision is None or s.decision[0] != A.D_PREVENT else "Let the Raid happen"
+        return (
+            "Decline"
+            if s.decision is None or s.decision[0] != A.D_PREVENT
+            else "Let the Raid happen"
+        )
     if kind == A.BANISH_HAND:
         return f"Banish {names[arg]} from your hand"
     if kind == A.BANISH_DISCARD:
@@ -96,6 +100,14 @@ def describe_action(s: State, action: int) -> str:
     return f"Action {action}"
 
 
+def amount(n: int, resource: str) -> str:
+    """ "1 Rune", "2 Runes", "3 Power", "1 Crew", "2 Honor", "1 card" ("draw"), "2 moves"."""
+    noun = {"runes": "Rune", "draw": "card", "move": "move"}.get(resource)
+    if noun is None:
+        return f"{n} {resource.capitalize()}"
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _op_text(op: L.Op) -> str:
     if op[0] == L.OP_GAIN:
         res = L.RESOURCE_NAMES[op[1]]
@@ -103,7 +115,7 @@ def _op_text(op: L.Op) -> str:
             return f"draw {op[2]}"
         if res == "move":
             return f"move {op[2]}"
-        return f"gain {op[2]} {res.capitalize()}"
+        return f"gain {amount(op[2], res)}"
     return {L.OP_RAID: "Raid", L.OP_COIN: "take a coin"}.get(op[0], "effect")
 
 
@@ -123,7 +135,7 @@ def describe_event(s: State, e: tuple[Any, ...]) -> str:
     if k == "honor":
         return f"{who} gained {e[2]} Honor"
     if k == "gain":
-        return f"{who} gained {e[3]} {L.RESOURCE_NAMES[e[2]].capitalize()}"
+        return f"{who} gained {amount(e[3], L.RESOURCE_NAMES[e[2]])}"
     if k == "draw":
         return f"{who} drew {e[2]} card{'s' if e[2] != 1 else ''}"
     if k == "ship":

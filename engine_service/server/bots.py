@@ -36,6 +36,32 @@ class BotConfig:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Difficulty:
+    """A named level: a bot and its budget. The search levels count iterations, not time, so
+    that a level plays as strongly on a busy machine as on an idle one (``time_ms`` only caps
+    a slow machine's wait); their ratings are in docs/bots.md, "Difficulty levels"."""
+
+    bot: str
+    iterations: int = 0
+    time_ms: int = 0
+
+
+# Measured with benchmarks/ladder.py: each level at least 100 Elo above the one below.
+DIFFICULTIES = {
+    "easy": Difficulty("greedy-honor"),
+    "normal": Difficulty("heuristic"),
+    "hard": Difficulty("ismcts", iterations=100, time_ms=5_000),
+    "expert": Difficulty("ismcts", iterations=1_000, time_ms=5_000),
+}
+
+
+def for_difficulty(level: str, seed: int = 0, exploration: float = 0.0) -> BotConfig:
+    """The bot settings of a named level; KeyError for an unknown one."""
+    d = DIFFICULTIES[level.strip().lower()]
+    return BotConfig(d.bot, d.iterations, d.time_ms, seed, exploration)
+
+
 @lru_cache(maxsize=1)
 def _scan() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(bot names, the distributions that provide them as "name version"), read once."""

@@ -8,7 +8,7 @@ from engine_service import names
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules.config import SET_CHOICES
-from engine_service.server.bots import BotConfig, check_bot
+from engine_service.server.bots import DIFFICULTIES, BotConfig, check_bot, for_difficulty
 from engine_service.server.errors import invalid
 from engine_service.server.fallbacks import MAX_REASON
 from engine_service.server.ids import valid_game_id
@@ -62,7 +62,22 @@ def seats(req: epb.CreateGameRequest) -> tuple[Seat, ...]:
             if not s.HasField("bot"):
                 raise invalid(f"{where}.bot", "an AI seat needs bot settings")
             b = s.bot
-            bot = BotConfig(b.name, b.iterations, b.time_ms, b.seed, b.exploration)
+            if b.difficulty:
+                if b.name or b.iterations or b.time_ms:
+                    raise invalid(
+                        f"{where}.bot.difficulty",
+                        "a difficulty sets the bot and its budget: leave name, iterations and "
+                        "time_ms unset",
+                    )
+                if b.difficulty.strip().lower() not in DIFFICULTIES:
+                    raise invalid(
+                        f"{where}.bot.difficulty",
+                        f"unknown difficulty {b.difficulty[:40]!r}; "
+                        f"one of: {', '.join(DIFFICULTIES)}",
+                    )
+                bot = for_difficulty(b.difficulty, b.seed, b.exploration)
+            else:
+                bot = BotConfig(b.name, b.iterations, b.time_ms, b.seed, b.exploration)
             problems = check_bot(bot)
             if problems:
                 field, problem = problems[0]

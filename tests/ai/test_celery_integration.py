@@ -128,8 +128,9 @@ def worker(
     w.stop()
 
 
-def ai(bot: str, **settings: int) -> epb.SeatConfig:
-    return epb.SeatConfig(kind=pb.SeatInfo.AI, name=bot, bot=epb.BotSettings(name=bot, **settings))
+def ai(bot: str, *, seed: int, time_ms: int = 0) -> epb.SeatConfig:
+    settings = epb.BotSettings(name=bot, seed=seed, time_ms=time_ms)
+    return epb.SeatConfig(kind=pb.SeatInfo.AI, name=bot, bot=settings)
 
 
 def wait_over(engine: support.Engine, game_id: str, seconds: float = GAME_SECONDS) -> pb.GameView:

@@ -151,7 +151,7 @@ def test_event_log_summarizes_a_turn() -> None:
     view = view_of(s, 1 - seat)
     lines = [line.plain for line in log.lines(view, CAT, 1 - seat)]
     assert len(lines) == 1, lines
-    assert lines[0].startswith("T1 Seat ")
+    assert lines[0].startswith("R1 Seat ")
     assert "ship to space" in lines[0] and sum(played.values()) == 5
     for name, n in played.items():
         assert (f"{name} ×{n}" if n > 1 else name) in lines[0]

@@ -33,7 +33,7 @@ def test_play_says_why_a_bot_does_not_move(broken_engine: EmbeddedEngine) -> Non
         console = Console(record=True, width=100, force_terminal=False)
         session = PlaySession(
             c, console, game.game_id, game.token(0), clear=False, stall_seconds=4.0,
-            read=lambda prompt: "y" if "anyway" in prompt else "1",
+            read=lambda prompt: "y" if "y/n" in prompt else "1",
             stall_hint=lambda: "The engine says: " + broken_engine.last_problem(),
         )  # fmt: skip
         # the engine's words come from a spawned AI process that fails on import: give it time

@@ -16,7 +16,15 @@ import pytest
 from clients.embedded import EmbeddedEngine
 from clients.sdk import Client, bot, human
 from tests.clients.conftest import requires_ai
-from tests.clients.tty import CONFIRM, PROMPT, Terminal, choose, port_open, wait_closed
+from tests.clients.tty import (
+    CONFIRM,
+    PROMPT,
+    Terminal,
+    choose,
+    numbers,
+    port_open,
+    wait_closed,
+)
 
 ENGINE_AT = re.compile(r"on the engine at (127\.0\.0\.1:\d+)")
 
@@ -49,7 +57,7 @@ def test_play_a_whole_game_against_a_bot(bot_name: str) -> None:
             i = term.expect([PROMPT, CONFIRM, "Final score", pexpect.EOF], timeout=60)
             if i == 0:
                 menu = term.menu()
-                assert menu and len(menu) == int(term.child.match.group(1))
+                assert menu and set(menu) == numbers(term.child.match.group(1))
                 term.send(str(choose(menu)))
                 moves += 1
             elif i == 1:
@@ -70,7 +78,7 @@ def test_play_a_whole_game_against_a_bot(bot_name: str) -> None:
         assert shown in out, shown
     assert re.search(rf"Seat \d \({bot_name}\): Crew \d+ · Honor \d+", out)
     # What the bot did between our turns.
-    assert re.search(rf"T\d+ Seat \d \({bot_name}\): (played|acquired|defeated)", out)
+    assert re.search(rf"R\d+ Seat \d \({bot_name}\): (played|acquired|defeated)", out)
     # The final score table and the result.
     tail = out[out.rindex("Final score") :]
     assert "Total" in tail and re.search(rf"★ (You|Seat \d \({bot_name}\))\s+\d+", tail)
@@ -115,7 +123,13 @@ def test_q_leaves_the_game() -> None:
         term.expect([PROMPT], timeout=10)
         term.send("17")  # not an action: told so, asked again
         term.expect(["There is no action 17"], timeout=10)
+        term.send("q")  # asks first: "n" stays in the game
+        term.expect([r"Leave this game\? The game stops here"], timeout=10)
+        term.send("n")
+        term.expect([PROMPT], timeout=10)
         term.send("q")
+        term.expect([r"Leave this game\?"], timeout=10)
+        term.send("y")
         term.expect(["You left game"], timeout=10)
         code = term.wait_exit()
     finally:
@@ -134,6 +148,8 @@ def test_join_an_existing_game_and_watch_it() -> None:
         try:
             term.expect([PROMPT], timeout=60)
             term.send("q")
+            term.expect([r"Leave this game\? You can rejoin it"], timeout=10)
+            term.send("y")
             term.expect(["Rejoin: ascension play"], timeout=10)
             assert term.wait_exit() == 0
         finally:
@@ -172,3 +188,65 @@ def test_bots_runner_prints_a_results_table() -> None:
     assert sum(int(m.group(2)) for m in rows.values()) == 6  # 3 games x 2 seats
     assert sum(int(m.group(3)) for m in rows.values()) == 3  # one winner per game
     assert "games" in out and "3/3" in out  # the progress bar
+
+
+def _key(menu: dict[int, str], starts: str) -> int:
+    return next(k for k, d in sorted(menu.items()) if d.startswith(starts))
+
+
+def test_a_newcomers_turn_numbers_stay_and_risky_moves_ask_first() -> None:
+    """The same number typed twice plays the same card twice; ending a turn with cards to
+    play, or sailing, asks first, and "n" changes nothing; "?" explains the game."""
+    term = Terminal(["play", "--bot", "heuristic", "--seed", "5", "--budget-ms", "50"], rows=40)
+    try:
+        term.expect([PROMPT], timeout=60)
+        menu = term.menu()
+        if any(d.startswith("Place your ship") for d in menu.values()):
+            term.send(str(_key(menu, "Place your ship")))
+            term.expect([PROMPT], timeout=30)
+            menu = term.menu()
+        apprentice = _key(menu, "Play Apprentice")
+        term.send(str(apprentice))
+        term.expect([PROMPT], timeout=30)
+        assert term.menu()[apprentice] == "Play Apprentice"  # more in hand: the same number
+        term.send(str(apprentice))
+        term.expect([PROMPT], timeout=30)
+        menu = term.menu()
+        term.send(str(_key(menu, "End your turn")))
+        term.expect([r"You can still play \d+ card"], timeout=10)
+        term.expect([CONFIRM], timeout=10)
+        term.send("n")
+        term.expect(["Not done"], timeout=10)
+        term.send("?")
+        term.expect(["How to play"], timeout=10)
+        term.expect(["Thukal"], timeout=10)
+        term.expect([PROMPT], timeout=10)
+        assert "Ghost Pirate" not in term.output  # a Skulls & Sails game
+        term.send("")  # Enter redraws
+        term.expect([PROMPT], timeout=10)
+        assert term.menu() == menu  # nothing was done
+        # end this turn, then, on the next, ask to sail and decline
+        term.send(str(_key(menu, "End your turn")))
+        term.expect([CONFIRM], timeout=10)
+        term.send("y")
+        for _ in range(5):
+            term.expect([PROMPT], timeout=60)
+            menu = term.menu()
+            if any(d.startswith("Move your ship") for d in menu.values()):
+                break
+            term.send(str(choose(menu)))
+        move = _key(menu, "Move your ship")
+        term.send(str(move))
+        term.expect([r"\(your one move this turn"], timeout=10)
+        term.send("n")
+        term.expect(["Not done"], timeout=10)
+        term.expect([PROMPT], timeout=10)
+        term.send("")  # Enter redraws: the ship did not move, the number is the same
+        term.expect([PROMPT], timeout=10)
+        assert term.menu()[move] == menu[move]
+        term.send("q")
+        term.expect([CONFIRM], timeout=10)
+        term.send("y")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()

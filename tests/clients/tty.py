@@ -14,8 +14,8 @@ from pathlib import Path
 import pexpect
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]")
-PROMPT = r"Your choice \(1-(\d+)[^)]*\): "
-CONFIRM = r"End your turn anyway\? \(y/n\) "
+PROMPT = r"Your choice \(([\d, -]+)[^)]*\): "  # group 1: the menu's numbers, "1-4, 7"
+CONFIRM = r"\(y/n\) "  # after a question asked before a move (sailing, ending a turn)
 MENU_ITEM = re.compile(r"(?:^|\s)(\d{1,2}) (\S.*?)(?=\s{2,}\d{1,2} \S|\s*$)", re.M)
 # Which action a scripted player takes first: fights and buys end games sooner.
 PREFERENCE = ("Defeat", "Acquire", "Play", "Place", "Reveal", "Raid", "Put", "Choose", "Banish")
@@ -79,6 +79,15 @@ class Terminal:
     def kill(self) -> None:
         if self.child.isalive():
             self.child.terminate(force=True)
+
+
+def numbers(described: str) -> set[int]:
+    """The numbers a prompt names: "1-3, 5" -> {1, 2, 3, 5}."""
+    out: set[int] = set()
+    for part in filter(None, (p.strip() for p in described.split(","))):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
 
 
 def choose(menu: dict[int, str]) -> int:

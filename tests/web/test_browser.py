@@ -3,7 +3,8 @@
 One run plays a whole game against a bot from the lobby, with the keyboard where it can
 (keys 1-9 take the listed actions, A plays the whole hand), then watches a bots-only game
 from the lobby's list to its end, and looks at the page on a phone-sized screen.
-Screenshots are saved under tests/web/artifacts/.
+Screenshots are saved under tests/web/artifacts/ (or $ASCENSION_WEB_ARTIFACTS), named by page
+and screen size (e.g. game-start-1400x900.png, game-390x844.png).
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
-def new_page(browser: Any, width: int = 1280, height: int = 800) -> Any:
+WIDE = (1400, 900)
+PHONE = (390, 844)
+
+
+def new_page(browser: Any, width: int = WIDE[0], height: int = WIDE[1]) -> Any:
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     errors: list[str] = []
@@ -125,7 +130,7 @@ def test_play_a_whole_game_against_a_bot_then_watch_one(browser: Any, web: WebSe
     page = new_page(browser)
     page.goto(web.url + "?pace=0")
     page.wait_for_selector("#start")
-    shot(page, "lobby-1280x800")
+    shot(page, "lobby-1400x900")
     # The play options of `ascension web` fill the form.
     assert page.input_value("#bots") == "random" and page.input_value("#seed") == "7"
     page.click("#start")
@@ -142,7 +147,7 @@ def test_play_a_whole_game_against_a_bot_then_watch_one(browser: Any, web: WebSe
     assert page.get_by_role("group", name=re.compile(r"^Your hand: 5 cards")).count() == 1
     assert "Seat 2 (random)" in page.locator(".others-area").inner_text()
     assert page.get_by_role("log").count() == 1 and page.get_by_role("status").count() == 1
-    shot(page, "game-start-1280x800")
+    shot(page, "game-start-1400x900")
     # The first choice is where to place the ship: offered on the spaces too.
     place = page.locator(".ring .card-actions button").first
     assert place.inner_text() == "Place ship"
@@ -151,13 +156,17 @@ def test_play_a_whole_game_against_a_bot_then_watch_one(browser: Any, web: WebSe
     page.wait_for_selector(".scores")
     result = page.locator(".scores h2").inner_text()
     assert re.match(r"You win!|Seat 2 \(random\) wins\.|The game is over\.", result)
+    # said once: the score's heading names the winner, the status says where to look
+    page_text = page.inner_text("#app")
+    assert page_text.count(result) - page.inner_text(".log").count(result) == 1, page_text
+    assert page.locator(".actions").is_hidden()
     assert page.locator(".scores tbody tr").count() == 2
     log = page.locator(".log").inner_text()
     assert re.search(r"Seat 2 \(random\) (played|acquired|defeated)", log), (
         "the bot's moves, in words"
     )
     assert re.search(r"You (played|acquired|defeated)", log)
-    shot(page, "game-over-1280x800")
+    shot(page, "game-over-1400x900")
     assert not page.errors, page.errors
 
     # Spectators (over gRPC-Web): one starts a bots-only game and watches it from its start;
@@ -174,7 +183,7 @@ def test_play_a_whole_game_against_a_bot_then_watch_one(browser: Any, web: WebSe
     row = second.locator(f'tr[data-game="{bots_game}"]')
     row.wait_for(timeout=10_000)
     assert "over" in second.locator(f'tr[data-game="{game_id}"]').inner_text()
-    shot(second, "lobby-games-1280x800")
+    shot(second, "lobby-games-1400x900")
     row.get_by_role("link", name=f"Watch game {bots_game}").click()
     second.wait_for_selector(".ring")
     for watcher in (first, second):
@@ -184,22 +193,23 @@ def test_play_a_whole_game_against_a_bot_then_watch_one(browser: Any, web: WebSe
         assert re.search(r"wins\.|The game is over\.", watcher.locator(".scores h2").inner_text())
         assert not watcher.errors, watcher.errors
     assert first.locator(".log li.entry").count() > 20, "every move, from the start"
-    shot(first, "spectator-over-1280x800")
+    shot(first, "spectator-over-1400x900")
 
 
 def test_phone_sized_screen(browser: Any, web: WebServer) -> None:
-    page = new_page(browser, 390, 844)
+    page = new_page(browser, *PHONE)
     page.goto(web.url + "?pace=0")
     page.wait_for_selector("#start")
-    shot(page, "lobby-phone")
+    shot(page, "lobby-390x844")
     page.click("#start")
-    page.wait_for_selector(".action-list button", timeout=30_000)
+    # (the docked list leaves out what the cards and spaces offer: placing the ship, here)
+    page.wait_for_selector(".action-list button", state="attached", timeout=30_000)
     # Nothing is wider than the screen: no sideways scrolling.
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     # The actions stay in reach: on screen, at its bottom, without scrolling.
     box = page.locator(".actions").bounding_box()
     assert box is not None and box["y"] > 844 / 2 and box["y"] + box["height"] <= 844 + 1
-    shot(page, "game-phone")
+    shot(page, "game-390x844")
     # Every button has a name a screen reader can say.
     for button in page.query_selector_all("button"):
         assert (button.get_attribute("aria-label") or button.inner_text()).strip()
@@ -237,4 +247,116 @@ def test_others_moves_are_shown_one_at_a_time(browser: Any, web: WebServer) -> N
     log = page.locator(".log li.entry").all_inner_texts()
     for text in set(announced):
         assert text in log, f"{text!r} is in the log too"
+    assert not page.errors, page.errors
+
+
+def _visible_bottom(page: Any, height: int) -> float:
+    """Where the table stops being visible: the top of the docked actions on a phone, else
+    the bottom of the screen."""
+    box = page.locator(".actions").bounding_box()
+    docked = page.evaluate("getComputedStyle(document.querySelector('.actions')).position")
+    return float(box["y"]) if box is not None and docked == "sticky" else float(height)
+
+
+@pytest.mark.parametrize("size", [WIDE, PHONE], ids=["1400x900", "390x844"])
+def test_a_newcomer_reads_the_cards_and_the_rules(
+    browser: Any, web: WebServer, size: tuple[int, int]
+) -> None:
+    width, height = size
+    tag = f"{width}x{height}"
+    page = new_page(browser, width, height)
+    page.goto(web.url)  # the default pace
+    page.wait_for_selector("#start")
+    # "How to play", from the lobby: the rules of every set
+    page.get_by_role("button", name="How to play").click()
+    dialog = page.locator("dialog.how-to-play")
+    assert dialog.is_visible()
+    rules = dialog.inner_text()
+    for part in ("The goal", "Runes", "Power", "Crew", "The Deep", "Thukal", "Ghost Pirate"):
+        assert part in rules, part
+    shot(page, f"how-to-play-{tag}")
+    dialog.get_by_role("button", name="Close").click()
+    assert not dialog.is_visible()
+
+    page.click("#start")
+    page.wait_for_selector(".action-list button.act", state="attached", timeout=30_000)
+    # the center row and your hand on the first screen, beside the actions
+    bottom = _visible_bottom(page, height)
+    ring = page.locator(".ring").bounding_box()
+    hand = page.locator(".mine-area .cards .card").first.bounding_box()
+    assert ring is not None and hand is not None
+    assert ring["y"] + ring["height"] <= bottom, (ring, bottom)
+    assert hand["y"] + 24 <= bottom, (hand, bottom)  # at least its name, above the actions
+    if width < 600:
+        actions = page.locator(".actions").bounding_box()
+        assert actions is not None and actions["height"] <= 0.3 * height, actions
+    # a choice is said once: the line above the table names it, the status says how to answer
+    decision = page.locator(".decision").inner_text().lower()
+    assert "place ship" in decision and "place ship" not in page.inner_text(".status").lower()
+    # a card's whole text without hover: tap the card (not its button)
+    for where in (".mine-area .cards", ".ring"):
+        card = page.locator(f"{where} .card.has-text").first
+        card.click(position={"x": 6, "y": 6})
+        assert "open" in (card.get_attribute("class") or "")
+        text = card.locator(".card-text")
+        assert text.is_visible() and len(text.inner_text()) > 5
+        assert text.evaluate("e => e.scrollHeight <= e.clientHeight + 1"), "shown whole"
+    shot(page, f"card-text-{tag}")
+    # how to play, in the game: only the sets of this game (Skulls & Sails)
+    page.get_by_role("button", name="How to play").click()
+    in_game = page.locator("dialog.how-to-play").inner_text()
+    assert "Thukal" in in_game and "Ghost Pirate" not in in_game
+    page.locator("dialog.how-to-play").get_by_role("button", name="Close").click()
+
+    # the default pace: a bot's turn is shown move by move, in a few seconds
+    assert page.input_value("#pace") == "180"
+    turns: list[tuple[float, int]] = []  # (seconds on screen, moves) of the bot's turns
+    for _ in range(4):
+        actions = page.query_selector(".action-list")
+        assert actions is not None
+        labels = [b.inner_text() for b in actions.query_selector_all("button.act")]
+        end = next((i for i, t in enumerate(labels) if "End your turn" in t), 0)
+        entries = page.locator(".log li.entry").count()
+        version = int(actions.get_attribute("data-version") or 0)
+        page.keyboard.press(str(end + 1))
+        changed(page, str(version))
+        t0 = time.monotonic()
+        page.wait_for_selector(".action-list button.act, .scores", state="attached", timeout=60_000)
+        if page.query_selector(".scores"):
+            break
+        seconds = time.monotonic() - t0
+        now = int(page.get_attribute(".action-list", "data-version") or 0)
+        assert page.locator(".log li.entry").count() - entries == now - version, "every move"
+        turns.append((seconds, now - version - 1))
+    bot_turns = [(s, m) for s, m in turns if m > 0]  # (not a choice of ours answered)
+    assert bot_turns, turns
+    # 180 ms a move: a bot's turn of a dozen moves in about 2 s; the bot's own thinking and a
+    # busy machine come on top
+    assert sum(s for s, _ in bot_turns) / len(bot_turns) < 6.0, bot_turns
+    shot(page, f"game-{tag}")
+
+    # the lobby's list of games fits the screen, its links whole
+    page.goto(web.url)
+    page.wait_for_selector("tr[data-game]", timeout=10_000)
+    listing = page.locator(".games-list")
+    assert listing.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "no sideways scrolling"
+    link = page.locator(".games td.links a").first.bounding_box()
+    assert link is not None and link["x"] + link["width"] <= width
+    shot(page, f"lobby-games-{tag}")
+    assert not page.errors, page.errors
+
+
+def test_the_lobby_offers_difficulty_levels(browser: Any, web: WebServer) -> None:
+    page = new_page(browser)
+    page.goto(web.url + "?pace=0")
+    page.wait_for_selector("#start")
+    options = page.locator("#difficulty option").all_inner_texts()
+    assert options[:4] == ["Easy", "Normal", "Hard", "Expert"]
+    assert page.input_value("#difficulty") == ""  # `ascension web --bot random`: its own bots
+    assert page.is_enabled("#bots")
+    page.select_option("#difficulty", "easy")
+    assert page.is_disabled("#bots") and page.is_disabled("#budget")
+    page.click("#start")
+    page.wait_for_selector(".others-area .seat", timeout=30_000)
+    assert "(greedy-honor)" in page.locator(".others-area").inner_text()  # the Easy level's bot
     assert not page.errors, page.errors

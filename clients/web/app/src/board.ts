@@ -12,10 +12,11 @@ import {
   costShort,
   isBot,
   plural,
+  roundOf,
   seatName,
   spaceLabel,
 } from "./names";
-import { byTarget, verbOf } from "./targets";
+import { byTarget, targetOf, verbOf } from "./targets";
 
 export interface Table {
   view: GameView;
@@ -84,19 +85,49 @@ function actionButtons(ctx: Ctx, target: string): HTMLElement | null {
   );
 }
 
-function cardChip(ctx: Ctx, id: number, count: number, target: string | null, full = false): HTMLElement {
+// Chips whose whole text is shown (tapped or clicked open), kept across redraws.
+const opened = new Set<string>();
+
+function toggle(chip: HTMLElement): void {
+  const key = chip.dataset.chip ?? "";
+  const open = !opened.has(key);
+  if (open) opened.add(key);
+  else opened.delete(key);
+  chip.classList.toggle("open", open);
+  chip.setAttribute("aria-expanded", String(open));
+}
+
+/**
+ * A card: name, type, cost, Honor, and its text (a few lines, all of it once tapped or clicked:
+ * a phone has no hover), with the actions that point at it.
+ */
+function cardChip(ctx: Ctx, id: number, count: number, target: string | null): HTMLElement {
   const card = ctx.catalog.get(id);
   if (!card) {
     return h("div", { class: "card unknown", role: "group", "aria-label": ctx.catalog.name(id) }, ctx.catalog.name(id));
   }
   const cost = costShort(card);
-  return h(
+  const key = `${target ?? "card"}|${id}`;
+  const open = opened.has(key);
+  const chip: HTMLElement = h(
     "div",
     {
-      class: `card type-${card.type} faction-${card.faction}`,
+      class: `card type-${card.type} faction-${card.faction}${card.text ? " has-text" : ""}${open ? " open" : ""}`,
       role: "group",
       "aria-label": cardWords(card, count),
-      title: card.text,
+      "data-chip": key,
+      tabindex: card.text ? 0 : null,
+      "aria-expanded": card.text ? String(open) : null,
+      onclick: (ev: Event) => {
+        if (card.text && !(ev.target as HTMLElement).closest("button")) toggle(chip);
+      },
+      onkeydown: (ev: Event) => {
+        const k = (ev as KeyboardEvent).key;
+        if (card.text && ev.target === chip && (k === "Enter" || k === " ")) {
+          ev.preventDefault();
+          toggle(chip);
+        }
+      },
     },
     h(
       "div",
@@ -111,9 +142,10 @@ function cardChip(ctx: Ctx, id: number, count: number, target: string | null, fu
       cost ? h("span", { class: `cost ${card.type === "monster" ? "power" : "runes"}` }, cost) : null,
       card.honor && card.type !== "monster" ? h("span", { class: "honor" }, `${card.honor}H`) : null,
     ),
-    full && card.text ? h("p", { class: "card-text", "aria-hidden": "true" }, card.text) : null,
+    card.text ? h("p", { class: "card-text", "aria-hidden": "true" }, card.text) : null,
     target ? actionButtons(ctx, target) : null,
   );
+  return chip;
 }
 
 /** Cards grouped by id in first-seen order, each once with its count. */
@@ -151,7 +183,7 @@ function treasureList(ctx: Ctx, ids: readonly number[], coins: readonly Coin[] =
 export function header(t: Table): HTMLElement {
   const { view, me } = t;
   const b = view.board;
-  const parts: Child[] = [h("span", { class: "turn" }, `Turn ${Math.max(b?.turn ?? 1, 1)}`)];
+  const parts: Child[] = [h("span", { class: "turn" }, `Round ${roundOf(view, b?.turn ?? 1)}`)];
   if (view.over) parts.push(h("strong", {}, "Game over"));
   else if (view.toMove === me && me >= 0) parts.push(h("strong", { class: "your-move" }, "Your move"));
   else parts.push(h("span", {}, `${seatName(view, view.toMove, me)} to move`));
@@ -159,8 +191,8 @@ export function header(t: Table): HTMLElement {
     parts.push(
       h(
         "span",
-        { class: "resources", "aria-label": `${seatName(view, b.activeSeat, me)}: ${b.runes} Runes, ${b.power} Power` },
-        h("span", { class: "runes" }, `${b.runes} Runes`),
+        { class: "resources", "aria-label": `${seatName(view, b.activeSeat, me)}: ${plural(b.runes, "Rune")}, ${b.power} Power` },
+        h("span", { class: "runes" }, plural(b.runes, "Rune")),
         " ",
         h("span", { class: "power" }, `${b.power} Power`),
       ),
@@ -212,7 +244,7 @@ export function ring(t: Table): HTMLElement {
         "li",
         { class: "space", "aria-label": `${spaceLabel(sp)}: ${name}${hereWords(ctx, sp)}` },
         h("div", { class: "space-label" }, spaceLabel(sp)),
-        card >= 0 ? cardChip(ctx, card, 1, `space:${sp}`, true) : h("div", { class: "card empty" }, "(empty)", actionButtons(ctx, `space:${sp}`)),
+        card >= 0 ? cardChip(ctx, card, 1, `space:${sp}`) : h("div", { class: "card empty" }, "(empty)", actionButtons(ctx, `space:${sp}`)),
         treasureList(ctx, cs?.treasuresUnder ?? []),
         h("div", { class: "here" }, here(ctx, sp)),
       ),
@@ -222,7 +254,7 @@ export function ring(t: Table): HTMLElement {
   const thukal = ctx.catalog.byKey.get("thukal");
   let deep: Child;
   if (k?.inGame && k.inDeep && thukal) {
-    deep = [cardChip(ctx, thukal.id, 1, `space:${DEEP}`, true), treasureList(ctx, k.treasuresUnder, k.coins)];
+    deep = [cardChip(ctx, thukal.id, 1, `space:${DEEP}`), treasureList(ctx, k.treasuresUnder, k.coins)];
   } else if (k?.inGame && k.ownerSeat >= 0) {
     deep = [h("p", { class: "kraken-owner" }, `The Kraken: ${seatName(ctx.view, k.ownerSeat, ctx.me)}`), actionButtons(ctx, `space:${DEEP}`)];
   } else {
@@ -352,7 +384,8 @@ export function actionList(t: Table, extra: Child = null): HTMLElement {
     actions.map((a, i) =>
       h(
         "li",
-        {},
+        // offered on its card or space too: a phone's docked list may leave it out
+        { class: targetOf(a) ? "on-table" : null },
         h(
           "button",
           {

@@ -2,21 +2,25 @@
 //
 // The board comes from GetGame/SubmitAction views; what happened comes from WatchGame. Updates
 // of other seats are shown one at a time, `pace` milliseconds apart, each announced in words,
-// and your actions are offered only once every update before your move has been shown.
+// and your actions are offered only once every update before your move has been shown. The
+// default pace shows a bot's turn (a dozen moves or so) in about two seconds.
 import { Code, errorText, isCode, type EngineClient } from "./api";
 import * as board from "./board";
 import { loadCatalog, type Catalog } from "./catalog";
 import { h, replaceKeepingFocus, sleep, type Child } from "./dom";
 import type { GameUpdate, GameView, LegalAction } from "./gen/ascension/v1/game_pb";
+import { howToPlayButton } from "./howto";
 import { entryOf, type Entry } from "./log";
 import { seatName } from "./names";
+import { targetOf } from "./targets";
 
 export const PACES: [string, number][] = [
-  ["Slow", 1600],
-  ["Normal", 800],
-  ["Fast", 250],
+  ["Slow", 800],
+  ["Normal", 180],
+  ["Fast", 60],
   ["Instant", 0],
 ];
+export const DEFAULT_PACE = 180;
 
 export interface GameOptions {
   pace: number;
@@ -41,6 +45,7 @@ export class GameScreen {
   private hintLines: Child[] = [];
   private hintFor = -1n;
   private hinting = false;
+  private allActions = false; // a phone's docked list: every action, not only those off the table
 
   private readonly el = {
     header: h("div", { class: "game-top" }),
@@ -101,6 +106,7 @@ export class GameScreen {
         h("a", { href: "#/" }, "← Lobby"),
         h("label", { for: "pace" }, "Others' moves: "),
         pace,
+        howToPlayButton(() => this.view?.sets ?? "both"),
         h("span", { class: "about" }, this.opts.about),
       ),
       this.el.header,
@@ -156,10 +162,22 @@ export class GameScreen {
       plays.length > 1
         ? h("button", { type: "button", class: "act play-all", "data-key": "play-all", "aria-keyshortcuts": "A", onclick: () => void this.playAll() }, h("kbd", { "aria-hidden": "true" }, "A"), "Play all your cards")
         : null;
-    this.el.actions.hidden = this.me < 0;
+    this.el.actions.hidden = this.me < 0 || this.view.over; // over: the status and the score say it
+    this.el.actions.classList.toggle("all", this.allActions);
+    const onTable = t.enabled ? this.view.legalActions.filter((a) => targetOf(a)).length : 0;
+    // On a phone the docked list holds what the table does not offer (End your turn, a choice's
+    // answers...): every card and space has its actions on it. This shows the whole list.
+    const showAll = onTable
+      ? h(
+          "button",
+          { type: "button", class: "show-all", "data-key": "show-all", "aria-expanded": String(this.allActions), onclick: () => this.toggleAll() },
+          this.allActions ? "Fewer" : `All ${this.view.legalActions.length}`,
+        )
+      : null;
     replaceKeepingFocus(
       this.el.actions,
       h("h2", { id: "actions-title" }, this.view.over ? "Game over" : t.enabled ? "Your move" : "Your actions"),
+      showAll,
       t.enabled ? board.actionList(t, playAll) : h("p", { class: "waiting" }, this.waitingWords()),
       t.enabled ? this.hintArea() : null,
     );
@@ -167,6 +185,11 @@ export class GameScreen {
       const first = this.el.actions.querySelector<HTMLElement>("button.act");
       (first ?? this.el.status).focus();
     }
+  }
+
+  private toggleAll(): void {
+    this.allActions = !this.allActions;
+    this.render();
   }
 
   /** The Hints button (key H) and, once asked, the three best actions with their numbers. */
@@ -229,11 +252,12 @@ export class GameScreen {
       return;
     }
     if (this.view.over) {
-      const w = this.view.winner;
-      this.say(w < 0 ? "The game is over." : w === this.me ? "The game is over: you win!" : `The game is over: ${seatName(this.view, w, this.me)} wins.`);
+      // who won is the heading of the final score, just below
+      this.say("The game is over: the final score is below.");
     } else if (this.canAct()) {
+      // a choice to make is said by the line above the table; this says how to answer it
       const d = this.view.board?.decision;
-      this.say(d ? `Your choice: ${d.kind.replace(/_/g, " ")}. Pick one of your actions.` : "Your move: pick an action (keys 1–9, A plays all, H for hints).");
+      this.say(d ? "Pick your answer among your actions (keys 1–9)." : "Your move: pick an action (keys 1–9, A plays all, H for hints).");
     } else if (!this.pumping && this.queue.length === 0) {
       this.say(`${seatName(this.view, this.view.toMove, this.me)} is thinking…`, this.view.toMove);
     }

@@ -4,6 +4,7 @@ import { errorText, type EngineClient } from "./api";
 import { h, replaceKeepingFocus } from "./dom";
 import { SeatInfo_Kind } from "./gen/ascension/v1/game_pb";
 import type { SeatConfig } from "./gen/ascension/v1/engine_pb";
+import { howToPlayButton } from "./howto";
 import { SET_NAMES } from "./names";
 
 export interface PageConfig {
@@ -14,6 +15,7 @@ export interface PageConfig {
   seed: number | null;
   name: string;
   engine: string;
+  difficulty: string; // a named level, or "" for the bots and budget fields
 }
 
 export const DEFAULT_CONFIG: PageConfig = {
@@ -24,7 +26,16 @@ export const DEFAULT_CONFIG: PageConfig = {
   seed: null,
   name: "You",
   engine: "",
+  difficulty: "",
 };
+
+// The engine's named levels (BotSettings.difficulty), weakest first; docs/bots.md rates them.
+const DIFFICULTIES: [string, string][] = [
+  ["easy", "Easy"],
+  ["normal", "Normal"],
+  ["hard", "Hard"],
+  ["expert", "Expert"],
+];
 
 const KNOWN_BOTS = ["ismcts", "heuristic", "random"];
 const LIST_EVERY_MS = 3000;
@@ -38,16 +49,16 @@ export const tokens = {
   },
 };
 
-function botSeats(bots: string[], count: number, budgetMs: number, seed: number | null, first: number): SeatConfig[] {
+function botSeats(bots: string[], count: number, budgetMs: number, seed: number | null, first: number, difficulty: string): SeatConfig[] {
   const seats: SeatConfig[] = [];
   for (let i = 0; i < count; i++) {
-    const name = bots[i % bots.length];
+    const name = difficulty ? "" : bots[i % bots.length];
     const botSeed = seed === null ? BigInt(Math.floor(Math.random() * 2 ** 40)) : BigInt(seed) * 8n + BigInt(first + i);
     seats.push({
       $typeName: "ascension.v1.SeatConfig",
       kind: SeatInfo_Kind.AI,
       name: "",
-      bot: { $typeName: "ascension.v1.BotSettings", name, iterations: 0, timeMs: budgetMs, seed: botSeed, exploration: 0 },
+      bot: { $typeName: "ascension.v1.BotSettings", name, iterations: 0, timeMs: difficulty ? 0 : budgetMs, seed: botSeed, exploration: 0, difficulty },
     });
   }
   return seats;
@@ -67,6 +78,7 @@ export class Lobby {
   start(): void {
     document.title = "Ascension · Lobby";
     this.root.replaceChildren(this.page());
+    this.custom();
     void this.refresh();
     this.timer = window.setInterval(() => void this.refresh(), LIST_EVERY_MS);
     this.root.querySelector<HTMLElement>("#start")?.focus();
@@ -92,6 +104,12 @@ export class Lobby {
     const budget = h("input", { id: "budget", name: "budget", type: "number", min: 0, max: 60000, step: 1, value: c.budget_ms, "aria-describedby": "budget-hint" });
     const seed = h("input", { id: "seed", name: "seed", type: "number", min: 0, value: c.seed ?? "", placeholder: "random", "aria-describedby": "seed-hint" });
     const name = h("input", { id: "name", name: "name", maxlength: 64, value: c.name });
+    const difficulty = h(
+      "select",
+      { id: "difficulty", name: "difficulty", "aria-describedby": "difficulty-hint", onchange: () => this.custom() },
+      DIFFICULTIES.map(([k, v]) => h("option", { value: k, selected: k === c.difficulty }, v)),
+      h("option", { value: "", selected: !c.difficulty }, "Choose the bots and their time"),
+    );
     const form = h(
       "form",
       {
@@ -106,6 +124,7 @@ export class Lobby {
       this.field("name", "Your name", name),
       this.field("sets", "Sets", sets),
       this.field("players", "Players (you included)", players),
+      this.field("difficulty", "Difficulty", difficulty, "each level at least 100 Elo above the one before (docs/bots.md)"),
       this.field("bots", "Bots", bots, "comma-separated, used in turn: ismcts, heuristic, random"),
       h("datalist", { id: "bot-names" }, [...new Set([...c.bots, ...KNOWN_BOTS])].map((b) => h("option", { value: b }))),
       this.field("budget", "Bot time per move (ms)", budget, "ISMCTS thinks this long"),
@@ -121,14 +140,23 @@ export class Lobby {
     return h(
       "div",
       { class: "lobby" },
-      h("h1", {}, "Ascension", h("small", {}, " · Skulls & Sails · Curse of the Golden Isles")),
+      h("div", { class: "lobby-head" }, h("h1", {}, "Ascension", h("small", {}, " · Skulls & Sails · Curse of the Golden Isles")), howToPlayButton(() => "both")),
       c.engine ? h("p", { class: "about" }, `Engine at ${c.engine}.`) : null,
       form,
       h("section", { class: "games", "aria-labelledby": "games-title" }, h("h2", { id: "games-title" }, "Games on this engine"), this.list),
     );
   }
 
-  private values(): { sets: string; players: number; bots: string[]; budget: number; seed: number | null; name: string } {
+  /** The bots and budget fields count only without a difficulty. */
+  private custom(): void {
+    const level = this.root.querySelector<HTMLSelectElement>("#difficulty")?.value ?? "";
+    for (const id of ["bots", "budget"]) {
+      const input = this.root.querySelector<HTMLInputElement>(`#${id}`);
+      if (input) input.disabled = level !== "";
+    }
+  }
+
+  private values(): { sets: string; players: number; bots: string[]; budget: number; seed: number | null; name: string; difficulty: string } {
     const v = (id: string): string => (this.root.querySelector<HTMLInputElement>(`#${id}`)?.value ?? "").trim();
     const bots = v("bots").split(",").map((b) => b.trim()).filter(Boolean);
     return {
@@ -138,6 +166,7 @@ export class Lobby {
       budget: Number(v("budget")) || 0,
       seed: v("seed") === "" ? null : Number(v("seed")),
       name: v("name"),
+      difficulty: v("difficulty"),
     };
   }
 
@@ -145,8 +174,8 @@ export class Lobby {
     const o = this.values();
     const human: SeatConfig = { $typeName: "ascension.v1.SeatConfig", kind: SeatInfo_Kind.HUMAN, name: o.name };
     const seats = botsOnly
-      ? botSeats(o.bots.length > 1 ? o.bots : [o.bots[0], "heuristic"], Math.max(o.players, 2), o.budget, o.seed, 0)
-      : [human, ...botSeats(o.bots, o.players - 1, o.budget, o.seed, 1)];
+      ? botSeats(o.bots.length > 1 ? o.bots : [o.bots[0], "heuristic"], Math.max(o.players, 2), o.budget, o.seed, 0, o.difficulty)
+      : [human, ...botSeats(o.bots, o.players - 1, o.budget, o.seed, 1, o.difficulty)];
     this.message.textContent = "Dealing…";
     try {
       const r = await this.client.createGame({ sets: o.sets, seats, seed: o.seed === null ? undefined : BigInt(o.seed) });

@@ -1,7 +1,7 @@
 // The game's updates in words: one entry per applied action, in the rules' own sentences, with
 // seats called by their names ("You", "Seat 2 (heuristic)").
 import type { GameEvent, GameUpdate, GameView } from "./gen/ascension/v1/game_pb";
-import { seatName } from "./names";
+import { roundOf, seatName } from "./names";
 
 // Events the board already shows, or that say nothing a player wants to read.
 const QUIET = new Set(["gain", "draw", "turn_end", "turn_start", "enter_center", "coin_placed", "ghost_moved", "reshuffle", "skip"]);
@@ -9,7 +9,7 @@ const QUIET = new Set(["gain", "draw", "turn_end", "turn_start", "enter_center",
 export interface Entry {
   version: bigint;
   seat: number; // the seat that acted, -1 for the table
-  turnStart: string | null; // "Turn 5: Seat 2 (random) to play" when this update began a turn
+  turnStart: string | null; // "Round 3: Seat 2 (random) to play" when this update began a turn
   lines: string[];
 }
 
@@ -36,8 +36,15 @@ export function named(text: string, view: GameView, me: number): string {
   );
 }
 
+// What a move is (a card played, acquired, defeated...) comes first in its entry, then what
+// followed from it: the rules report a refill and the Treasure taken before the defeat.
+const MAIN = new Set(["play", "use", "acquire", "defeat", "banish", "ship", "coins_flipped", "raid", "tribute"]);
+
 export function entryOf(u: GameUpdate, view: GameView, me: number): Entry {
-  const lines = u.events.filter((e) => !QUIET.has(e.kind) && e.text).map((e) => named(e.text, view, me));
+  const shown = u.events.filter((e) => !QUIET.has(e.kind) && e.text);
+  const first = shown.findIndex((e) => MAIN.has(e.kind));
+  const ordered = first > 0 ? [shown[first], ...shown.slice(0, first), ...shown.slice(first + 1)] : shown;
+  const lines = ordered.map((e) => named(e.text, view, me));
   if (!lines.length) {
     const ended = u.events.find((e) => e.kind === "turn_end");
     if (ended) lines.push(named(ended.text, view, me));
@@ -51,8 +58,8 @@ export function entryOf(u: GameUpdate, view: GameView, me: number): Entry {
     turnStart =
       typeof seat === "number" && typeof turn === "number"
         ? seat === me
-          ? `Turn ${turn}: your turn`
-          : `Turn ${turn}: ${seatName(view, seat, me)} to play`
+          ? `Round ${roundOf(view, turn)}: your turn`
+          : `Round ${roundOf(view, turn)}: ${seatName(view, seat, me)} to play`
         : start.text;
   }
   return { version: u.version, seat: u.seat, turnStart, lines };

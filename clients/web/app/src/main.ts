@@ -2,7 +2,7 @@
 // Query options: ?protocol=grpc-web (default connect), ?pace=<ms> between others' moves.
 import { engineClient, errorText, type Protocol } from "./api";
 import { h } from "./dom";
-import { GameScreen, PACES } from "./game";
+import { DEFAULT_PACE, GameScreen, PACES } from "./game";
 import { DEFAULT_CONFIG, Lobby, tokens, type PageConfig } from "./lobby";
 import "./style.css";
 
@@ -15,7 +15,7 @@ function pace(): number {
   const fromUrl = params.get("pace");
   if (fromUrl !== null && /^\d+$/.test(fromUrl)) return Number(fromUrl);
   const saved = Number(localStorage.getItem("ascension.pace"));
-  return PACES.some(([, ms]) => ms === saved) && localStorage.getItem("ascension.pace") !== null ? saved : 800;
+  return PACES.some(([, ms]) => ms === saved) && localStorage.getItem("ascension.pace") !== null ? saved : DEFAULT_PACE;
 }
 
 async function loadConfig(): Promise<PageConfig> {

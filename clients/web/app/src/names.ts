@@ -70,6 +70,11 @@ export function cardWords(card: Card, count = 1): string {
   return parts.join(", ");
 }
 
+/** The round a turn is in: the rules count every seat's turn, a round is one turn each. */
+export function roundOf(view: GameView, turn: number): number {
+  return Math.floor((Math.max(turn, 1) - 1) / Math.max(view.players, 1)) + 1;
+}
+
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }

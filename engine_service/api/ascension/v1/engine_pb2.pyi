@@ -18,18 +18,20 @@ VIEW_DETAIL_FULL: ViewDetail
 VIEW_DETAIL_LEGAL_ACTIONS: ViewDetail
 
 class BotSettings(_message.Message):
-    __slots__ = ("name", "iterations", "time_ms", "seed", "exploration")
+    __slots__ = ("name", "iterations", "time_ms", "seed", "exploration", "difficulty")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ITERATIONS_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     EXPLORATION_FIELD_NUMBER: _ClassVar[int]
+    DIFFICULTY_FIELD_NUMBER: _ClassVar[int]
     name: str
     iterations: int
     time_ms: int
     seed: int
     exploration: float
-    def __init__(self, name: _Optional[str] = ..., iterations: _Optional[int] = ..., time_ms: _Optional[int] = ..., seed: _Optional[int] = ..., exploration: _Optional[float] = ...) -> None: ...
+    difficulty: str
+    def __init__(self, name: _Optional[str] = ..., iterations: _Optional[int] = ..., time_ms: _Optional[int] = ..., seed: _Optional[int] = ..., exploration: _Optional[float] = ..., difficulty: _Optional[str] = ...) -> None: ...
 
 class SeatConfig(_message.Message):
     __slots__ = ("kind", "name", "bot")
