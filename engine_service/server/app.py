@@ -22,6 +22,7 @@ from engine_service.server.games import Games
 from engine_service.server.grpc_compat import aio
 from engine_service.server.health import Health
 from engine_service.server.metrics import Metrics
+from engine_service.server.review import Reviews
 from engine_service.server.service import SERVICE, EngineService, GuardedServer, add_to_server
 from engine_service.server.sweeper import Sweeper
 from engine_service.server.tokens import CredentialedDispatcher
@@ -194,7 +195,9 @@ async def serve(
     )
     games = Games(store, dispatcher, metrics, advertise, hub, ai_credentials)
     analyses = Analyses(games, settings.analysis_settings())
-    engine = EngineService(games, metrics, settings.access(), settings.call_limits(), analyses)
+    access = settings.access()
+    reviews = Reviews(analyses, settings.review_settings(), access)
+    engine = EngineService(games, metrics, access, settings.call_limits(), analyses, reviews)
     add_to_server(engine, server)
     guarded = GuardedServer(server)  # undecodable requests: INVALID_ARGUMENT, no traceback
     health = Health()
