@@ -38,6 +38,7 @@ from clients.sdk.errors import (
     UnavailableError,
     VersionConflictError,
 )
+from clients.sdk.review import DecisionReview, ReviewLabel
 from clients.sdk.sync import Client, Watch
 from clients.sdk.tls import TLS
 from clients.sdk.types import (
@@ -64,6 +65,7 @@ __all__ = [
     "Client",
     "CreatedGame",
     "DataLossError",
+    "DecisionReview",
     "FieldViolation",
     "GameNotFoundError",
     "GameNotOverError",
@@ -82,6 +84,7 @@ __all__ = [
     "ResourceExhaustedError",
     "Resync",
     "RetryPolicy",
+    "ReviewLabel",
     "SeatSpec",
     "SeedNotAllowedError",
     "ServerError",
