@@ -11,7 +11,7 @@ from clients.sdk import Client, CreatedGame, human
 from engine_service import rules
 
 ITERATIONS = 40  # the engines' search iterations per decision: reviews that repeat exactly
-Chooser = Callable[[rules.State, list[int]], int]
+Chooser = Callable[[rules.State, list[int], int], int]  # (state, legal, version) -> action
 
 
 def play(
@@ -29,12 +29,16 @@ def play(
     s = rules.new_game(rules.GameConfig(sets=sets, players=2, seed=seed))
     K = knowledge(s.T)
     rnd = random.Random(seed)
-    log = []
+    log: list[tuple[int, int]] = []
     while not s.over and s.turn <= turns:
         seat = s.to_move()
         legal = rules.legal_actions(s)
         pick = (choose or {}).get(seat)
-        a = pick(s, legal) if pick is not None else rollout_action(s, legal, K, rnd, 0.1)
+        a = (
+            pick(s, legal, len(log) + 1)
+            if pick is not None
+            else rollout_action(s, legal, K, rnd, 0.1)
+        )
         client.submit(g.game_id, g.token(seat), a)
         log.append((seat, a))
         rules.apply(s, a)

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 import grpc  # type: ignore[import-untyped]
 import pytest
 
+from ai_workers.bots.ismcts import ISMCTSBot, analyse
+from ai_workers.bots.settings import BotSettings
 from clients.sdk import (
     AsyncClient,
     Client,
@@ -23,6 +25,7 @@ from clients.sdk import (
     human,
 )
 from clients.sdk.errors import IllegalActionError
+from engine_service import rules
 from engine_service.server import review
 from engine_service.server.meta import GameMeta
 from tests.ai.test_hidden_information import differs_in_hidden_cards, other_deal
@@ -207,3 +210,46 @@ def test_a_server_without_ai_gives_no_reviews() -> None:
 def test_a_game_that_does_not_exist(client: Client) -> None:
     with pytest.raises(GameNotFoundError):
         first_of(client, "0" * 22, "x" * 43)
+
+
+class Saboteur:
+    """The ISMCTS bot, but for a few decisions where it plays, on purpose, the action its own
+    larger search rates far below the best: those versions are ``sabotaged``."""
+
+    def __init__(self, count: int, from_turn: int, gap: float) -> None:
+        self.bot = ISMCTSBot()
+        self.count, self.from_turn, self.gap = count, from_turn, gap
+        self.sabotaged: list[int] = []
+        self.own: list[int] = []  # versions of the bot's own decisions with a real choice
+
+    def __call__(self, s: rules.State, legal: list[int], version: int) -> int:
+        view = rules.view(s, s.to_move())
+        a = self.bot.choose(view, legal, BotSettings(iterations=60, seed=7))
+        if not review.real_choice(s, legal, a):
+            return a
+        if len(self.sabotaged) < self.count and s.turn >= self.from_turn:
+            rated = analyse(view, legal, BotSettings(iterations=300, seed=3))
+            cands = [c for c in rated if c.visits]
+            worst = min(cands, key=lambda c: c.win_probability)
+            if cands[0].win_probability - worst.win_probability >= self.gap:
+                self.sabotaged.append(version)
+                return worst.action
+        self.own.append(version)
+        return a
+
+
+def test_deliberately_bad_decisions_are_mistakes_and_the_bots_own_mostly_good(
+    client: Client,
+) -> None:
+    saboteur = Saboteur(count=3, from_turn=3, gap=0.08)
+    g, _, _ = play(client, 51, turns=14, choose={0: saboteur})
+    assert len(saboteur.sabotaged) == 3, "no decision with a large enough gap to spoil"
+    got = {r.version: r for r in client.review(g.game_id, g.token(0), budget_ms=CAP_MS)}
+    assert set(got) == set(saboteur.sabotaged) | set(saboteur.own)
+    for v in saboteur.sabotaged:
+        assert got[v].label in (ReviewLabel.MISTAKE, ReviewLabel.BLUNDER), got[v]
+        assert got[v].differs and got[v].drop >= review.INACCURACY_BELOW
+    own = [got[v].label for v in saboteur.own]
+    good = sum(lbl in (ReviewLabel.BEST, ReviewLabel.GOOD) for lbl in own)
+    print("own decisions:", sorted(lbl.name for lbl in own))
+    assert len(own) >= 8 and good >= 0.6 * len(own), own
