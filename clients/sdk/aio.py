@@ -293,11 +293,12 @@ class AsyncClient:
         seat: int | None = None,
         budget_ms: int = 0,
         *,
+        with_views: bool = False,
         timeout: float | None = None,
     ) -> AsyncGenerator[DecisionReview, None]:
         """A review of one seat's past decisions, as an async iterator (see
         :meth:`clients.sdk.Client.review`): ``async for r in c.review(game_id, token): ...``."""
-        req = review_request(game_id, token, seat, budget_ms)
+        req = review_request(game_id, token, seat, budget_ms, with_views)
         metadata = self._operator if not token else None
         return aiterate(self._stub.ReviewGame(req, timeout=timeout, metadata=metadata))
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from clients.sdk._grpc import grpc
 from clients.sdk.errors import from_rpc_error
-from engine_service.api.ascension.v1 import engine_pb2
+from engine_service.api.ascension.v1 import engine_pb2, game_pb2
 
 
 class ReviewLabel(enum.Enum):
@@ -54,6 +54,7 @@ class DecisionReview:
     budget_ms: int  # search time per decision granted
     iterations: int
     stored: bool  # answered from the server's store (rated before)
+    view: game_pb2.GameView | None = None  # with_views: the board as the seat saw it then
 
     @property
     def differs(self) -> bool:
@@ -75,13 +76,16 @@ class DecisionReview:
             r.version, r.turn, r.seat, r.action, r.description, r.best_action,
             r.best_description, r.win_probability, r.best_win_probability, label,
             tuple(r.win_probabilities), r.index, r.total, r.budget_ms, r.iterations, r.stored,
+            r.view if r.HasField("view") else None,
         )  # fmt: skip
 
 
 def review_request(
-    game_id: str, token: str, seat: int | None, budget_ms: int
+    game_id: str, token: str, seat: int | None, budget_ms: int, with_views: bool = False
 ) -> engine_pb2.ReviewGameRequest:
-    req = engine_pb2.ReviewGameRequest(game_id=game_id, token=token, budget_ms=budget_ms)
+    req = engine_pb2.ReviewGameRequest(
+        game_id=game_id, token=token, budget_ms=budget_ms, with_views=with_views
+    )
     if seat is not None:
         req.seat = seat
     return req

@@ -310,6 +310,7 @@ class Client:
         seat: int | None = None,
         budget_ms: int = 0,
         *,
+        with_views: bool = False,
         timeout: float | None = None,
     ) -> Generator[DecisionReview, None, None]:
         """A review of one seat's past decisions (:mod:`clients.sdk.review`): an iterator of
@@ -317,9 +318,10 @@ class Client:
         seat's own (``seat`` may then be left out), or the admin token, or empty with the
         client's operator key (those two review any seat, once the game is over).
         ``budget_ms``: search time per decision (0 = the server's default; the server caps
-        it). ``timeout``: for the whole review (default: none). Not retried by itself: asking
-        again later is answered from what the server kept."""
-        req = review_request(game_id, token, seat, budget_ms)
+        it). ``with_views``: each review also holds the board as the seat saw it then
+        (``view``). ``timeout``: for the whole review (default: none). Not retried by itself:
+        asking again later is answered from what the server kept."""
+        req = review_request(game_id, token, seat, budget_ms, with_views)
         metadata = self._operator if not token else None
         return iterate(self._stub.ReviewGame(req, timeout=timeout, metadata=metadata))
 

@@ -40,7 +40,7 @@ from typing import Any
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.rules import actions as A
-from engine_service.server import errors, tokens, validate
+from engine_service.server import convert, errors, tokens, validate
 from engine_service.server.analysis import Analyses, Answer
 from engine_service.server.auth import Access, bearer
 from engine_service.server.errors import Code, ServiceError, invalid, refused
@@ -114,6 +114,7 @@ class Decision:
     legal: list[int]
     view: rules.View  # what the seat could see then
     descriptions: dict[int, str]  # of every legal action, at that version
+    state: rules.State  # the whole state then (for the seat's GameView, never for the search)
 
 
 def decisions(meta: GameMeta, entries: list[tuple[int, int]], seat: int,
@@ -129,7 +130,9 @@ def decisions(meta: GameMeta, entries: list[tuple[int, int]], seat: int,
                 if real_choice(s, legal, action):
                     described = {a: rules.describe_action(s, a) for a in legal}
                     view = rules.view(s, seat)
-                    out.append(Decision(i + 1, s.turn, action, legal, view, described))
+                    out.append(
+                        Decision(i + 1, s.turn, action, legal, view, described, s.clone())
+                    )
             rules.apply(s, action)
     except (rules.RulesError, ValueError, KeyError, IndexError) as e:
         log.warning("a game's log does not replay (%s): no review", e)
@@ -318,10 +321,14 @@ class Reviews:
         self._callers[caller] = self._callers.get(caller, 0) + 1
         self._reserved_ms += need
         try:
-            async for r in self._rate(req.game_id, rec.version, seat, budget, found, done):
+            async for i, r in self._rate(req.game_id, rec.version, seat, budget, found, done):
                 if not r.stored:
                     need -= budget
                     self._reserved_ms -= budget
+                if req.with_views:
+                    d = found[i]
+                    convert.fill_game_view(r.view, req.game_id, d.version, d.state, meta, seat)
+                    r.view.rules_view = b""  # (large, and of no use beside the board)
                 yield r
         finally:
             self._reserved_ms -= need
@@ -339,9 +346,9 @@ class Reviews:
         budget: int,
         found: list[Decision],
         done: list[epb.DecisionReview | None],
-    ) -> AsyncIterator[epb.DecisionReview]:
-        """The reviews in version order: kept ones at once, the others as their searches end
-        (``parallel`` at a time)."""
+    ) -> AsyncIterator[tuple[int, epb.DecisionReview]]:
+        """(index in ``found``, review) in version order: kept ones at once, the others as
+        their searches end (``parallel`` at a time)."""
         total = len(found)
         todo = [i for i, r in enumerate(done) if r is None]
         tasks: dict[int, asyncio.Task[epb.DecisionReview]] = {}
@@ -364,7 +371,7 @@ class Reviews:
                 else:
                     r.stored = True
                 r.index, r.total = i + 1, total
-                yield r
+                yield i, r
         finally:
             for t in tasks.values():
                 t.cancel()

@@ -107,13 +107,22 @@ def test_a_seat_reviews_its_past_decisions_as_it_saw_them(client: Client) -> Non
 
 
 def test_asking_again_is_answered_from_the_store(client: Client) -> None:
-    g, _, _ = play(client, 22, turns=4)
+    g, _, log = play(client, 22, turns=4)
     first = list(client.review(g.game_id, g.token(1), budget_ms=300))
     assert first and not any(r.stored for r in first) and first[0].budget_ms == 300
-    again = list(client.review(g.game_id, g.token(1), budget_ms=200))  # a smaller budget too
+    assert all(r.view is None for r in first)
+    # a smaller budget too; and the boards the seat saw then, with its legal actions
+    again = list(client.review(g.game_id, g.token(1), budget_ms=200, with_views=True))
     assert all(r.stored for r in again) and [content(r) for r in again] == [
         content(r) for r in first
     ]
+    states = states_of(22, log)
+    for r in again:
+        assert r.view is not None and (r.view.version, r.view.seat) == (r.version, 1)
+        assert {r.action, r.best_action} <= {a.id for a in r.view.legal_actions}
+        mine = next(x for x in r.view.board.seats if x.seat == 1)
+        assert sorted(mine.hand) == sorted(states[r.version].hands[1])
+        assert not r.view.rules_view
     # A larger budget rates the decisions again (and keeps those instead)
     larger = list(client.review(g.game_id, g.token(1), seat=1, budget_ms=600))
     assert not any(r.stored for r in larger) and {r.budget_ms for r in larger} == {600}

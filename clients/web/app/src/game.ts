@@ -10,6 +10,7 @@ import { h, replaceKeepingFocus, sleep, type Child } from "./dom";
 import type { GameUpdate, GameView, LegalAction } from "./gen/ascension/v1/game_pb";
 import { entryOf, type Entry } from "./log";
 import { seatName } from "./names";
+import { reviewLink } from "./review";
 
 export const PACES: [string, number][] = [
   ["Slow", 1600],
@@ -150,7 +151,7 @@ export class GameScreen {
     replaceKeepingFocus(this.el.ring, board.ring(t));
     replaceKeepingFocus(this.el.mine, board.mySeat(t));
     replaceKeepingFocus(this.el.others, h("h2", { id: "others-title" }, this.me >= 0 ? "Opponents" : "Players"), board.otherSeats(t));
-    replaceKeepingFocus(this.el.end, this.view.over ? board.scores(t) : null);
+    replaceKeepingFocus(this.el.end, this.view.over ? [board.scores(t), this.me >= 0 ? reviewLink(this.gameId) : null] : null);
     const plays = t.enabled ? this.plays() : [];
     const playAll =
       plays.length > 1

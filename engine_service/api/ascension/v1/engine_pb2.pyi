@@ -311,19 +311,21 @@ class SubmitAnalysisResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ReviewGameRequest(_message.Message):
-    __slots__ = ("game_id", "token", "seat", "budget_ms")
+    __slots__ = ("game_id", "token", "seat", "budget_ms", "with_views")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
     BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
+    WITH_VIEWS_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     token: str
     seat: int
     budget_ms: int
-    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., seat: _Optional[int] = ..., budget_ms: _Optional[int] = ...) -> None: ...
+    with_views: bool
+    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., seat: _Optional[int] = ..., budget_ms: _Optional[int] = ..., with_views: _Optional[bool] = ...) -> None: ...
 
 class DecisionReview(_message.Message):
-    __slots__ = ("version", "action", "description", "best_action", "best_description", "win_probability", "best_win_probability", "label", "seat", "turn", "win_probabilities", "index", "total", "budget_ms", "iterations", "stored")
+    __slots__ = ("version", "action", "description", "best_action", "best_description", "win_probability", "best_win_probability", "label", "seat", "turn", "win_probabilities", "index", "total", "budget_ms", "iterations", "stored", "view")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -340,6 +342,7 @@ class DecisionReview(_message.Message):
     BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
     ITERATIONS_FIELD_NUMBER: _ClassVar[int]
     STORED_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
     version: int
     action: int
     description: str
@@ -356,4 +359,5 @@ class DecisionReview(_message.Message):
     budget_ms: int
     iterations: int
     stored: bool
-    def __init__(self, version: _Optional[int] = ..., action: _Optional[int] = ..., description: _Optional[str] = ..., best_action: _Optional[int] = ..., best_description: _Optional[str] = ..., win_probability: _Optional[float] = ..., best_win_probability: _Optional[float] = ..., label: _Optional[_Union[ReviewLabel, str]] = ..., seat: _Optional[int] = ..., turn: _Optional[int] = ..., win_probabilities: _Optional[_Iterable[float]] = ..., index: _Optional[int] = ..., total: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ..., stored: _Optional[bool] = ...) -> None: ...
+    view: _game_pb2.GameView
+    def __init__(self, version: _Optional[int] = ..., action: _Optional[int] = ..., description: _Optional[str] = ..., best_action: _Optional[int] = ..., best_description: _Optional[str] = ..., win_probability: _Optional[float] = ..., best_win_probability: _Optional[float] = ..., label: _Optional[_Union[ReviewLabel, str]] = ..., seat: _Optional[int] = ..., turn: _Optional[int] = ..., win_probabilities: _Optional[_Iterable[float]] = ..., index: _Optional[int] = ..., total: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ..., stored: _Optional[bool] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...
