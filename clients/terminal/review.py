@@ -65,14 +65,26 @@ def curves(reviews: list[DecisionReview], players: int) -> list[list[float]]:
     return out
 
 
-def summary(reviews: list[DecisionReview], view: GameView, me: int) -> list[Text]:
-    """The win-chance sparklines (one per seat) and the count of each label."""
+def fitted(values: list[float], width: int) -> list[float]:
+    """``values`` in at most ``width`` points: the means of consecutive runs of them."""
+    if len(values) <= width:
+        return values
+    out = []
+    for i in range(width):
+        run = values[i * len(values) // width : (i + 1) * len(values) // width]
+        out.append(sum(run) / len(run))
+    return out
+
+
+def summary(reviews: list[DecisionReview], view: GameView, me: int, width: int = 80) -> list[Text]:
+    """The win-chance sparklines (one per seat, fitted to ``width`` columns) and the count of
+    each label."""
     lines = []
     for q, values in enumerate(curves(reviews, len(view.seat_info) or 1)):
         if not values:
             continue
         line = styled(f"{seat_name(view, q, me):<18.18} ", seat_style(q))
-        line.append(sparkline(values))
+        line.append(sparkline(fitted(values, max(10, width - 19 - 13))))
         line.append(f"  {percent(values[0])} → {percent(values[-1])}", style="dim")
         lines.append(line)
     counts = Counter(r.label for r in reviews)
@@ -114,6 +126,6 @@ def show_review(
         console.print(Text("No decision with a real choice to review yet.", style="dim"))
         return reviews
     console.print(Text("Win chance over the game:", style="bold"))
-    for line in summary(reviews, view, me):
+    for line in summary(reviews, view, me, console.width):
         console.print(line)
     return reviews
