@@ -21,6 +21,7 @@ from celery import Celery, signals
 
 from ai_workers import config
 
+TASK_MODULES = ["ai_workers.tasks", "ai_workers.analysis_task"]  # choose_move, analyze_position
 # "token": "...", 'token': '...', token=..., token: "..." (protobuf text), admin_token alike.
 _TOKEN = re.compile(r"""(\b(?:admin_)?token\\?["']?\s*[:=]\s*\\?["']?)([^"'\\\s,}]+)""")
 
@@ -62,7 +63,10 @@ def _redact_worker_logs(logger: Any = None, **_: Any) -> None:
 
 def make_app(cfg: config.WorkerConfig | None = None) -> Any:
     cfg = cfg or config.load()
-    app = Celery("ascension-worker", broker=cfg.broker_url, set_as_current=True)
+    # The task modules import ``app`` from here; a worker imports them as it starts (include).
+    app = Celery(
+        "ascension-worker", broker=cfg.broker_url, set_as_current=True, include=TASK_MODULES
+    )
     app.conf.update(
         task_default_queue=config.QUEUE,
         task_routes={config.TASK_NAME: {"queue": config.QUEUE}},
@@ -87,5 +91,3 @@ def make_app(cfg: config.WorkerConfig | None = None) -> Any:
 
 
 app = make_app()
-import ai_workers.analysis_task  # noqa: E402  (registers ascension.analyze_position)
-import ai_workers.tasks  # noqa: E402,F401  (registers the task on ``app``)

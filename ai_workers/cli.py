@@ -4,6 +4,7 @@ ascension-worker run      the Celery worker on queue ascension.moves (prefork, p
                           WORKER_CONCURRENCY processes, bots in supervised bot hosts),
                           metrics on WORKER_METRICS_PORT
 ascension-worker check    exit 0 when this host's worker answers a ping through the broker
+                          (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE; neither: exit 2)
 ascension-worker check --local
                           exit 0 while this host's worker writes its heartbeat file (the
                           liveness probe: no broker round trip)
@@ -120,6 +121,9 @@ def run(cfg: config.WorkerConfig) -> int:
     _setup_telemetry(cfg)
     if cfg.metrics_port:
         _serve_metrics(cfg.metrics_port)
+    from ai_workers.bots.registry import describe_bots
+
+    logging.getLogger("ascension.worker").info("%s", describe_bots())
     node = cfg.node
     heartbeat.start(node, cfg.broker_url)
     argv = [
@@ -170,13 +174,21 @@ def check_local(cfg: config.WorkerConfig, max_age: float) -> int:
 
 
 def check(cfg: config.WorkerConfig, timeout: float) -> int:
+    """The worker answers a ping through the broker it is configured with; without a broker
+    setting, exit 2 rather than ping the default address (whatever Redis happens to be
+    there)."""
     from celery import Celery
 
-    source = (
-        "CELERY_BROKER_URL"
-        if os.environ.get("CELERY_BROKER_URL", "").strip()
-        else ("the default: CELERY_BROKER_URL is not set")
+    source = next(
+        (k for k in config.BROKER_SETTINGS if os.environ.get(k, "").strip()), None
     )
+    if source is None:
+        print(
+            f"ascension-worker check: no broker set ({' or '.join(config.BROKER_SETTINGS)}): "
+            "set the worker's; `ascension-worker check --local` checks liveness without one",
+            file=sys.stderr,
+        )
+        return 2
     print(f"broker: {heartbeat.redact(cfg.broker_url)} ({source})")
     if "%p" in cfg.node_name:
         nodes = sorted({b.node for b in _local_beats(cfg)})

@@ -10,9 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ai_workers.bots.settings import MAX_TIME_MS
+from engine_service.config_checks import broker_url_problem
 
 QUEUE = "ascension.moves"
 TASK_NAME = "ascension.choose_move"
+BROKER_SETTINGS = ("CELERY_BROKER_URL", "CELERY_BROKER_URL_FILE")  # either names the broker
 
 
 def _int(env: Mapping[str, str], key: str, default: int) -> int:
@@ -70,7 +72,7 @@ class WorkerConfig:
     decision_grace: float  # a decision ends within the seat's budget + this many seconds
     bot_load_seconds: float  # starting a bot process and loading a bot into it
     slots_per_bot: int  # of this node's slots, one plug-in bot may hold; 0 = all but one
-    quarantine_failures: int  # overruns in a row after which a bot is not asked (0 = never)
+    quarantine_failures: int  # misbehaviours in a row after which a bot is not asked (0 = never)
     quarantine_seconds: float  # how long a misbehaving bot is quarantined / held to one slot
 
     @property
@@ -134,6 +136,9 @@ def load(env: Mapping[str, str] | None = None) -> WorkerConfig:
         problems.append("WORKER_BOT_QUARANTINE_FAILURES must be 0 (never) or more")
     if cfg.quarantine_seconds < 0:
         problems.append("WORKER_BOT_QUARANTINE_SECONDS must not be negative")
+    bad_broker = broker_url_problem(cfg.broker_url)  # as the engine checks its own
+    if bad_broker:
+        problems.append(bad_broker)
     if problems:
         raise ValueError("; ".join(problems))
     return cfg

@@ -19,7 +19,8 @@ from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ai_workers.supervisor import BAD_ANSWER, BOT_DIED, DEADLINE, LOAD_FAILED, LOAD_TIMEOUT
+from ai_workers.bots.decide import BOT_RAISED, ILLEGAL_ACTION, LOAD_FAILED, NO_RULES_VIEW
+from ai_workers.supervisor import BAD_ANSWER, BOT_DIED, DEADLINE, LOAD_TIMEOUT
 
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
@@ -70,9 +71,9 @@ outcomes = Counter(
 
 # Why a fallback move was played (the `reason` label of fallbacks): a bounded set, so the
 # series can be exported at 0 and an exception's type never becomes a label value.
-FALLBACK_BOT_RAISED = "bot_raised"
-FALLBACK_ILLEGAL_ACTION = "illegal_action"
-FALLBACK_NO_RULES_VIEW = "no_rules_view"
+FALLBACK_BOT_RAISED = BOT_RAISED
+FALLBACK_ILLEGAL_ACTION = ILLEGAL_ACTION
+FALLBACK_NO_RULES_VIEW = NO_RULES_VIEW
 # The bot was not asked: quarantined on this worker, or its move was dead-lettered.
 FALLBACK_QUARANTINED = "quarantined"
 FALLBACK_DEAD_LETTER = "dead_letter"
@@ -90,7 +91,7 @@ OUTCOMES = ("played", "stale", "lost_race", "replayed", "gone", "expired", "defe
 
 
 def fallback_reason(why: str) -> str:
-    """The `reason` label of a fallback, from ai_workers.decide's explanation."""
+    """The `reason` label of a fallback, from ai_workers.bots.decide's explanation."""
     if why in FALLBACK_REASONS:
         return why
     if why.startswith("raised"):

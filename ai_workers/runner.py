@@ -14,7 +14,9 @@ process pool both run (``ai_workers.runner:play_move``).
    :class:`BotBusy` when it has none left.
 4. ``SubmitAction`` with the version the bot planned on and the idempotency key
    ``ai:{game}:{seat}:{version}``: a lost race (``ABORTED``/``FAILED_PRECONDITION``) is
-   dropped, never retried, and a repeated submit is never applied twice.
+   dropped, never retried, and a repeated submit is never applied twice. A fallback move says
+   why in ``fallback_reason``: the engine stores it with the game (the seat's fallback count
+   and latest reason, in every view's seat info).
 
 An unreachable engine raises :class:`TransientEngineError` (the Celery task retries it; the
 engine's sweeper re-dispatches moves that waited too long).
@@ -32,8 +34,9 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from ai_workers import config, metrics, slots, supervisor
 from ai_workers import engine_client as ec
+from ai_workers.bots.decide import Decision, fallback_action
 from ai_workers.bots.settings import BotSettings, BotSettingsError
-from ai_workers.decide import Decision, fallback_action, supervised_decide
+from ai_workers.supervisor import supervised_decide
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2
 
@@ -183,6 +186,7 @@ def play_move(
         action=d.action,
         idempotency_key=idempotency_key(game_id, seat, version),
         view_detail=engine_pb2.VIEW_DETAIL_LEGAL_ACTIONS,
+        fallback_reason=d.fallback_text,  # stored with the game: the seat's fallback moves
     )
     try:
         resp = stub.SubmitAction(req, timeout=ec.CALL_TIMEOUT)
@@ -212,7 +216,7 @@ def play_move(
         settings.name,
         d.action,
         d.seconds,
-        f" (fallback: {d.fallback})" if d.fallback else "",
+        f" (fallback: {d.fallback_text})" if d.fallback else "",
     )
     return _done(PLAYED)
 

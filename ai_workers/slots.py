@@ -7,8 +7,9 @@ directory (``ASCENSION_WORKER_STATE_DIR``, a fresh one made by ``run``) where
   default); its decisions run only while they hold one (an exclusive ``flock``, released by
   the kernel even when the process dies), so one plug-in cannot take every slot of the node.
   The built-in bots (our code, registered under their own names) may use every slot;
-- each bot name has a record of its misbehaviour: decisions that overran their deadline or
-  killed the bot process (``supervisor.MISBEHAVIOUR``). A bot that misbehaved in the last
+- each bot name has a record of its misbehaviour: decisions that overran their deadline,
+  killed the bot process, raised, failed to load or answered an illegal action
+  (``supervisor.MISBEHAVIOUR``). A bot that misbehaved in the last
   ``WORKER_BOT_QUARANTINE_SECONDS`` may hold one slot only; after
   ``WORKER_BOT_QUARANTINE_FAILURES`` in a row it is not asked at all for that long (its seats
   get the fallback move at once), then tried again. One good answer clears the count.

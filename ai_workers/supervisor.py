@@ -20,7 +20,7 @@ that notices being orphaned), so a lost worker leaves no bot behind.
 Protocol: each message is a 4-byte big-endian length and a JSON object, one request then one
 answer. ``{"op": "load", "bot": name}`` -> ``{"ok": true}`` or ``{"ok": false, "error": ...}``;
 ``{"op": "choose", "view": base64 rules view, "legal": [...], "settings": {...}}`` ->
-``{"action", "fallback", "iterations", "search_seconds"}``. The host keeps the protocol on
+``{"action", "fallback", "iterations", "search_seconds", "detail"}``. The host keeps the protocol on
 private descriptors: whatever a bot prints goes to the worker's log (stderr).
 """
 
@@ -40,20 +40,33 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ai_workers.bots.decide import (
+    BOT_RAISED,
+    ILLEGAL_ACTION,
+    LOAD_FAILED,
+    NO_RULES_VIEW,
+    Decision,
+    decide,
+    fallback_action,
+    log_failure,
+)
+from ai_workers.bots.registry import load_bot
+from ai_workers.bots.settings import BotSettings
+from engine_service import rules
+
 log = logging.getLogger("ascension.worker.supervisor")
+decide_log = logging.getLogger("ascension.worker.decide")
 
 MAX_FRAME = 64 * 1024 * 1024
 PARENT_ENV = "ASCENSION_BOT_HOST_PARENT"
-# Why a decision got no answer from the bot; the first three cost time, so they count as
-# misbehaviour (ai_workers/slots.py: quarantine, one slot).
-DEADLINE, LOAD_TIMEOUT, BOT_DIED, LOAD_FAILED, BAD_ANSWER = (
-    "deadline",
-    "load_timeout",
-    "bot_died",
-    "load_failed",
-    "bad_answer",
+# Why a decision got no answer from the bot (with decide's own reasons: the bot raised, ...).
+DEADLINE, LOAD_TIMEOUT, BOT_DIED, BAD_ANSWER = "deadline", "load_timeout", "bot_died", "bad_answer"
+# The fallbacks that are the bot's doing count as misbehaviour (ai_workers/slots.py: in a row,
+# quarantine; lately, one slot): overruns and crashes, which cost time, and bots that raise,
+# fail to load or answer nonsense on every decision, which would log a traceback each time.
+MISBEHAVIOUR = frozenset(
+    {DEADLINE, LOAD_TIMEOUT, BOT_DIED, BAD_ANSWER, LOAD_FAILED, BOT_RAISED, ILLEGAL_ACTION}
 )
-MISBEHAVIOUR = frozenset({DEADLINE, LOAD_TIMEOUT, BOT_DIED})
 
 
 # Variables a bot host does not inherit from its worker: the bot has no use for the broker's
@@ -90,6 +103,7 @@ class Answer:
     fallback: str  # set when the host's own decide() fell back (the bot raised, ...)
     iterations: int
     search_seconds: float
+    detail: str = ""  # Decision.detail
 
 
 # ---- framing ---------------------------------------------------------------------------------
@@ -261,10 +275,71 @@ class BotHost:
                 str(reply.get("fallback", "")),
                 int(reply.get("iterations", 0) or 0),
                 float(reply.get("search_seconds", 0.0) or 0.0),
+                str(reply.get("detail", ""))[:200],
             )
         except (KeyError, TypeError, ValueError) as e:
             self.close()
             raise BotFailed(BAD_ANSWER, f"unreadable answer ({e}); bot process killed") from None
+
+
+def deadline_seconds(settings: BotSettings, grace: float) -> float:
+    """How long a decision may take: the seat's budget plus the grace."""
+    return settings.budget_ms / 1000 + grace
+
+
+def supervised_decide(
+    view: rules.View | None,
+    rules_view: bytes,
+    legal: list[int],
+    settings: BotSettings,
+    host: BotHost,
+    grace: float,
+    where: str = "",
+) -> Decision:
+    """What a worker does: the bot's move, asked of ``host`` within ``deadline_seconds``, or
+    a legal fallback played here when the bot overruns, kills its process or answers nonsense
+    (logged at WARNING; counted by the caller). ``where`` names the decision in log lines
+    (game, seat, version)."""
+    if not legal:
+        raise ValueError("no legal action to choose from")
+    start = time.perf_counter()
+    if view is None:
+        return Decision(fallback_action(None, legal), settings.name, 0.0, NO_RULES_VIEW)
+    seconds = deadline_seconds(settings, grace)
+    try:
+        a = host.choose(settings.to_payload(), rules_view, list(legal), seconds)
+    except BotFailed as e:
+        decide_log.warning(
+            "bot %r %s: %s (deadline %.1fs = budget %.1fs + grace %.1fs); playing a fallback move",
+            settings.name,
+            where or f"seat {view.seat}",
+            e,
+            seconds,
+            settings.budget_ms / 1000,
+            grace,
+        )
+        action = fallback_action(view, legal)
+        detail = f"no answer within {seconds:.1f}s" if e.reason == DEADLINE else e.detail[:200]
+        return Decision(action, settings.name, time.perf_counter() - start, e.reason,
+                        detail=detail)  # fmt: skip
+    if a.action not in legal:
+        decide_log.error(
+            "bot %r answered %r, not a legal action of seat %s; playing a fallback move",
+            settings.name,
+            a.action,
+            view.seat,
+        )
+        action = fallback_action(view, legal)
+        return Decision(action, settings.name, time.perf_counter() - start, ILLEGAL_ACTION)
+    return Decision(
+        a.action,
+        settings.name,
+        time.perf_counter() - start,
+        a.fallback,
+        a.iterations,
+        a.search_seconds,
+        a.detail,
+    )
 
 
 _host: BotHost | None = None
@@ -306,21 +381,15 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
-    from ai_workers.bots.registry import load_bot
-
     op = request.get("op")
     if op == "load":
         try:
             load_bot(str(request["bot"]))
         except Exception as e:
-            log.exception("bot %r failed to load", request.get("bot"))
+            log_failure(str(request.get("bot")), e, "failed to load")
             return {"ok": False, "error": f"{type(e).__name__}: {e}"}
         return {"ok": True}
     if op == "choose":
-        from ai_workers.bots.settings import BotSettings
-        from ai_workers.decide import decide
-        from engine_service import rules
-
         view = rules.View.deserialize(base64.b64decode(request["view"]))
         settings = BotSettings.from_payload(request["settings"])
         d = decide(view, [int(a) for a in request["legal"]], settings)
@@ -329,6 +398,7 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
             "fallback": d.fallback,
             "iterations": d.iterations,
             "search_seconds": d.search_seconds,
+            "detail": d.detail,
         }
     raise ValueError(f"unknown op {op!r}")
 

@@ -153,8 +153,8 @@ BUDGETS: tuple[tuple[str, dict[str, int]], ...] = (
 
 
 def _bot_cost(name: str, budget: dict[str, int], decisions: int, seed: int) -> dict[str, Any]:
+    from ai_workers.bots.decide import decide
     from ai_workers.bots.settings import BotSettings
-    from ai_workers.decide import decide
 
     settings = BotSettings(name=name, seed=seed, **budget)
     opponent = BotSettings(name="heuristic", seed=seed)

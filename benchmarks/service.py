@@ -14,7 +14,11 @@ same load generator (grpc.aio clients, one game or key per client coroutine):
 3. the same with ``view_detail=VIEW_DETAIL_LEGAL_ACTIONS`` (answers without board and rules view);
 4. the engine with ``--processes N`` (default 2): N server processes on one port, each client
    on a connection of its own (the kernel spreads connections over the processes), full views;
-5. with ``--durability``: the engine on a Redis with an append-only file fsynced every second,
+5. with ``--redis-clients hand,redis-py``: instead of 2-4, the engine once per Redis client
+   library the store can use (``ENGINE_REDIS_CLIENT``), each in a server process of its own,
+   the phases taking turns: the server CPU of a SubmitAction with each (docs/scaling.md, "The
+   Redis client");
+6. with ``--durability``: the engine on a Redis with an append-only file fsynced every second,
    at every write, and (fsync every second) with ``ENGINE_REDIS_WAIT_REPLICAS=1`` and a replica:
    what each durability setting costs (docs/reliability.md).
 
@@ -415,6 +419,35 @@ def stop(proc: subprocess.Popen[Any]) -> None:
             proc.wait()
 
 
+def print_clients(clients: list[str], stretches: dict[str, list[dict[str, Any]]], args: Any) -> int:
+    """The figures of ``--redis-clients``: per client, its SubmitAction's server CPU beside the
+    first client's, over the whole run and round by round (the rounds are the pairs taken
+    over the same stretch of time)."""
+    floor = summary(stretches["floor"])
+    runs = {c: summary(stretches[f"client:{c}"]) for c in clients}
+    base = clients[0]
+
+    def per_call(s: dict[str, Any]) -> float:
+        return float(s["cpu"]) / max(int(s["all"]), 1) * 1e6
+
+    print(f"machine: {os.cpu_count()} CPUs; {args.clients} clients; {args.seconds:.0f}s/phase in "
+          f"{max(1, args.rounds)} round(s); rules: {', '.join(sorted(RULES_BUILDS))}")  # fmt: skip
+    print(f"floor (gRPC + Redis GET + Lua CAS): {floor['rps']:8.0f} calls/s  server CPU {floor['server_cpu_us']:.0f} us")
+    out: dict[str, Any] = {"floor_server_cpu_us": round(floor["server_cpu_us"], 1), "clients": {}}
+    for c, r in runs.items():
+        rounds = [per_call(s) / per_call(b) for s, b in zip(stretches[f"client:{c}"], stretches[f"client:{base}"],
+                                                             strict=True)]  # fmt: skip
+        print(f"engine, client {c:<9}: {r['rps']:8.0f} calls/s  p50 {r['p50_us']:7.0f} us  server CPU "
+              f"{r['server_cpu_us']:5.0f} us/submit  x{r['server_cpu_us'] / max(runs[base]['server_cpu_us'], 1e-9):.3f} "
+              f"of {base} (rounds {' '.join(f'{x:.3f}' for x in rounds)})  Redis {r['redis_cpu_us']:.0f} us")  # fmt: skip
+        out["clients"][c] = {"rps": round(r["rps"], 1), "p50_us": round(r["p50_us"], 1),
+                             "server_cpu_us": round(r["server_cpu_us"], 1), "redis_cpu_us": round(r["redis_cpu_us"], 1),
+                             "vs_first_by_round": [round(x, 3) for x in rounds]}  # fmt: skip
+    if args.json:
+        print(json.dumps(out))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per phase")
@@ -428,6 +461,9 @@ def main() -> int:
     ap.add_argument("--durability", action="store_true",
                     help="also measure the engine on Redis with an append-only file fsynced every second, "
                          "fsynced at every write, and with WAIT for one replica")  # fmt: skip
+    ap.add_argument("--redis-clients", default="",
+                    help="compare these Redis clients of the store (ENGINE_REDIS_CLIENT, comma-separated) "
+                         "instead of the one-process, light and multi-process phases")  # fmt: skip
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     ap.add_argument("--floor-server", nargs=2, metavar=("PORT", "REDIS_URL"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -435,6 +471,7 @@ def main() -> int:
         asyncio.run(floor_server(int(args.floor_server[0]), args.floor_server[1]))
         return 0
     rounds = max(1, args.rounds)
+    clients = [c for c in args.redis_clients.split(",") if c]
 
     procs: list[subprocess.Popen[Any]] = []
     stretches: dict[str, list[dict[str, Any]]] = {}
@@ -448,15 +485,20 @@ def main() -> int:
             redis_pid = rp.pid
         fp, faddr = start_floor(redis_url)
         procs.append(fp)
-        ep, eaddr = start_engine(redis_url)
-        procs.append(ep)
         # (phase, load, addresses, server pids, pid of its Redis when this script started it)
         phases: list[tuple[str, str, list[str], tuple[int, ...], int | None]] = [
             ("floor", "floor", [faddr], (fp.pid,), redis_pid),
-            ("one", "engine", [eaddr], (ep.pid,), redis_pid),
-            ("light", "engine-light", [eaddr], (ep.pid,), redis_pid),
         ]
-        if not args.skip_multi:
+        for client in clients:
+            cp, caddr = start_engine(redis_url, extra={"ENGINE_REDIS_CLIENT": client})
+            procs.append(cp)
+            phases.append((f"client:{client}", "engine", [caddr], (cp.pid,), redis_pid))
+        if not clients:
+            ep, eaddr = start_engine(redis_url)
+            procs.append(ep)
+            phases += [("one", "engine", [eaddr], (ep.pid,), redis_pid),
+                       ("light", "engine-light", [eaddr], (ep.pid,), redis_pid)]  # fmt: skip
+        if not args.skip_multi and not clients:
             mp, maddr = start_engine(redis_url, processes=args.processes)
             procs.append(mp)
             phases.append(("multi", "engine", [maddr] * args.clients, descendants(mp.pid), redis_pid))
@@ -483,6 +525,8 @@ def main() -> int:
         for p in procs:
             stop(p)
 
+    if clients:
+        return print_clients(clients, stretches, args)
     floor, one, light = (summary(stretches[k]) for k in ("floor", "one", "light"))
     multi = summary(stretches["multi"]) if "multi" in stretches else None
     ratio = one["rps"] / floor["rps"] if floor["rps"] else 0.0

@@ -58,6 +58,7 @@ from ai_workers.bots.arena import (
     GameRecord,
     Match,
     Result,
+    SeatStats,
     matches,
     parse_spec,
     run_matches,
@@ -65,6 +66,7 @@ from ai_workers.bots.arena import (
 )
 from ai_workers.bots.registry import load_bot
 from ai_workers.bots.settings import DEFAULT_EXPLORATION
+from clients.bots_runner import fallback_note
 
 
 def target(a: BotSpec, b: BotSpec, players: int, budget_ms: int) -> float | None:
@@ -163,6 +165,24 @@ def paired(pairs: list[tuple[str, str]], results: list[Result]) -> list[dict[str
     return out
 
 
+def latest(stats: list[SeatStats]) -> str:
+    """The reason of the latest fallback move among these seats' games, "" if none."""
+    return next((x.last_fallback for x in reversed(stats) if x.fallbacks), "")
+
+
+def fallback_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per bot of a pair that played fallback moves: its results there are not its
+    own strength (the same line as ``ascension bots``)."""
+    lines = []
+    for r in rows:
+        for side, decisions in (("a", r["decisions_a"]), ("b", r["decisions_b"])):
+            if r[f"fallbacks_{side}"]:
+                note = fallback_note(r[side], r[f"fallbacks_{side}"], decisions,
+                                     r[f"last_fallback_{side}"], "decisions")  # fmt: skip
+                lines.append(f"  (!) {r['a']} vs {r['b']}: {note}")
+    return lines
+
+
 def summarize(
     pairs: list[tuple[str, str]], results: list[Result], args: argparse.Namespace
 ) -> list[dict[str, Any]]:
@@ -176,6 +196,7 @@ def summarize(
         rate = wins / games if games else 0.0
         tgt = target(parse_spec(a), parse_spec(b), n, args.budget_ms)
         st = [g.stats[j.a_seat] for j, g in rs]
+        st_b = [x for j, g in rs for q, x in enumerate(g.stats) if q != j.a_seat]
         it = sum(x.iterations for x in st)
         it_s = sum(x.search_s for x in st)
         dec = sum(x.decisions for x in st)
@@ -200,6 +221,9 @@ def summarize(
             "iterations_per_s_a": it / it_s if it_s else 0.0,
             "mean_iterations_per_search_a": it / max(1, sum(x.searches for x in st)),
             "target": tgt, "meets_target": None if tgt is None else lo >= tgt,
+            "fallbacks_a": sum(x.fallbacks for x in st), "last_fallback_a": latest(st),
+            "decisions_b": sum(x.decisions for x in st_b),
+            "fallbacks_b": sum(x.fallbacks for x in st_b), "last_fallback_b": latest(st_b),
         })  # fmt: skip
         if args.replays > 1:
             out[-1]["loss_spread"] = loss_spread(rs, args.replays)
@@ -240,6 +264,8 @@ def print_table(
                   f"losses in {spread['replays']} replays: {counts}; "
                   f"{spread['share_of_losses_in_positions_mostly_lost']:.0%} of the "
                   f"{spread['losses']} losses in positions lost in most replays")  # fmt: skip
+    for line in fallback_lines(rows):
+        print(line)
     for p in pairings:
         print(f"  {p['a']} against {p['baseline']} on the same {p['games']} games vs {p['b']}: "
               f"won {p['gained']} it lost, lost {p['lost']} it won (sign test p = "

@@ -1,6 +1,7 @@
 """The engine's work per SubmitAction, counted in one process: for instruction counts.
 
     python benchmarks/submit_path.py [--submits 500] [--games 8] [--redis-url URL] [--wire]
+                                     [--redis-client hand|redis-py]
     valgrind --tool=callgrind --callgrind-out-file=/dev/null python benchmarks/submit_path.py ...
     python benchmarks/submit_path.py --script [--rounds 4] [--commits 2000]
 
@@ -72,7 +73,9 @@ class _Context:
         raise RuntimeError(f"{code}: {message}")
 
 
-async def play(redis_url: str, submits: int, games: int, wire: bool) -> tuple[int, float]:
+async def play(
+    redis_url: str, submits: int, games: int, wire: bool, client: str = "hand"
+) -> tuple[int, float]:
     from engine_service.server import app, config
     from engine_service.server.dispatch import NoDispatcher
     from engine_service.server.games import Games
@@ -80,9 +83,10 @@ async def play(redis_url: str, submits: int, games: int, wire: bool) -> tuple[in
     from engine_service.server.service import EngineService
     from engine_service.server.tokens import AiCredentials, CredentialedDispatcher
 
-    settings = config.load(
-        {"REDIS_URL": redis_url, "ENGINE_MAX_LIVE_GAMES": "0", "ENGINE_CALLER_SEEDS": "anyone"}
-    )
+    settings = config.load({
+        "REDIS_URL": redis_url, "ENGINE_MAX_LIVE_GAMES": "0", "ENGINE_CALLER_SEEDS": "anyone",
+        "ENGINE_REDIS_CLIENT": client,
+    })  # fmt: skip
     metrics = Metrics()
     store = app.build_store(settings, metrics)
     credentials = AiCredentials.generate()
@@ -207,6 +211,7 @@ def main() -> int:
     ap.add_argument("--games", type=int, default=8, help="games played in turn (fixed seeds 1..)")
     ap.add_argument("--redis-url", default="", help="use this Redis (games are added to it)")
     ap.add_argument("--wire", action="store_true", help="also serialize and parse as gRPC does")
+    ap.add_argument("--redis-client", default="hand", help="the store's Redis client (ENGINE_REDIS_CLIENT)")
     ap.add_argument(
         "--script", action="store_true", help="time the commit script alone (see above)"
     )
@@ -223,7 +228,7 @@ def main() -> int:
             print(f"commit script: {' '.join(f'{x:.1f}' for x in per_round)} us per EVALSHA "
                   f"(best {min(per_round):.1f})")  # fmt: skip
             return 0
-        done, elapsed = asyncio.run(play(url, args.submits, args.games, args.wire))
+        done, elapsed = asyncio.run(play(url, args.submits, args.games, args.wire, args.redis_client))
     finally:
         if proc is not None:
             proc.terminate()

@@ -3,6 +3,11 @@
 Every seat of each game is an AI seat; the bots take turns in the seats (game i seats bot
 ``(i + j) % len(bots)`` in seat j) so that no bot always sits in the same place. Games run
 concurrently (``parallel``); each is followed with WatchGame until it ends.
+
+A seat's fallback moves (its bot failed and the worker, or the engine, played a legal move
+instead: ``SeatInfo.fallback_moves``) are counted per bot; a bot with any gets a line saying
+that its results are not its own strength (:func:`fallback_note`, which
+``benchmarks/strength.py`` prints too).
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ class GameResult:
     turns: int = 0
     seconds: float = 0.0
     error: str = ""
+    moves: list[int] = field(default_factory=list)  # actions of each seat
+    fallbacks: list[int] = field(default_factory=list)  # fallback moves of each seat
+    last_fallback: list[str] = field(default_factory=list)  # the latest one's reason
 
     @property
     def ok(self) -> bool:
@@ -66,13 +74,15 @@ def play_one(client: Client, cfg: BotsConfig, index: int) -> GameResult:
         game = client.create_game(seats, sets=cfg.sets, seed=seed)
     except AscensionError as e:
         return GameResult(index, "", seating, error=str(e))
-    result = GameResult(index, game.game_id, seating)
+    result = GameResult(index, game.game_id, seating, moves=[0] * len(seating))
     watch = client.watch(game.game_id, after_version=0)
     dog = _Watchdog(watch.cancel, cfg.game_timeout_s, cfg.stall_timeout_s)
     try:
         for update in watch:
             dog.progress()
             result.updates = update.version - 1
+            if 0 <= update.seat < len(seating):
+                result.moves[update.seat] += 1
             if update.over:
                 break
         view = client.get_view(game.game_id)
@@ -89,6 +99,10 @@ def play_one(client: Client, cfg: BotsConfig, index: int) -> GameResult:
     result.turns = view.board.turn
     by_seat = {s.seat: s.total for s in view.scores}
     result.scores = [by_seat.get(j, 0) for j in range(len(seating))]
+    info = {s.seat: s for s in view.seat_info}
+    result.fallbacks = [info[j].fallback_moves if j in info else 0 for j in range(len(seating))]
+    result.last_fallback = [info[j].last_fallback_reason if j in info else ""
+                            for j in range(len(seating))]  # fmt: skip
     result.winner = view.winner
     return result
 
@@ -146,10 +160,22 @@ class BotStats:
     wins: int = 0
     honor: int = 0
     margin: int = 0  # own score minus the best other score, summed
+    moves: int = 0
+    fallbacks: int = 0  # moves played by the fallback instead of the bot
+    last_fallback: str = ""
 
     @property
     def win_rate(self) -> float:
         return self.wins / self.seats if self.seats else 0.0
+
+
+def fallback_note(bot: str, fallbacks: int, moves: int, latest: str, unit: str = "moves") -> str:
+    """The line a bot with fallback moves gets under a results table (here and in
+    benchmarks/strength.py)."""
+    return (
+        f"{bot}: {fallbacks} of its {moves} {unit} were fallback moves (latest: {latest}), "
+        f"played because the bot failed: these results are not {bot}'s own strength"
+    )
 
 
 def stats(results: Sequence[GameResult]) -> list[BotStats]:
@@ -164,7 +190,20 @@ def stats(results: Sequence[GameResult]) -> list[BotStats]:
             st.honor += r.scores[seat]
             others = [s for j, s in enumerate(r.scores) if j != seat]
             st.margin += r.scores[seat] - (max(others) if others else 0)
+            st.moves += r.moves[seat] if seat < len(r.moves) else 0
+            if seat < len(r.fallbacks) and r.fallbacks[seat]:
+                st.fallbacks += r.fallbacks[seat]
+                st.last_fallback = r.last_fallback[seat]
     return sorted(by_bot.values(), key=lambda s: (-s.win_rate, s.name))
+
+
+def fallback_notes(results: Sequence[GameResult]) -> list[str]:
+    """One line per bot that played fallback moves (none when every move was the bots')."""
+    return [
+        fallback_note(st.name, st.fallbacks, st.moves, st.last_fallback)
+        for st in stats(results)
+        if st.fallbacks
+    ]
 
 
 def results_table(cfg: BotsConfig, results: Sequence[GameResult]) -> Table:
@@ -174,13 +213,14 @@ def results_table(cfg: BotsConfig, results: Sequence[GameResult]) -> Table:
         f"{cfg.budget_ms} ms per move"
     )
     table = Table(title=title, title_style="bold")
-    for col in ("Bot", "Seats", "Wins", "Win rate", "Mean Honor", "Mean margin"):
+    for col in ("Bot", "Seats", "Wins", "Win rate", "Mean Honor", "Mean margin", "Fallbacks"):
         table.add_column(col, justify="left" if col == "Bot" else "right")
     for st in stats(results):
         n = max(st.seats, 1)
         table.add_row(
-            st.name, str(st.seats), str(st.wins), f"{st.win_rate:.0%}",
-            f"{st.honor / n:.1f}", f"{st.margin / n:+.1f}",
+            st.name + (" (!)" if st.fallbacks else ""), str(st.seats), str(st.wins),
+            f"{st.win_rate:.0%}", f"{st.honor / n:.1f}", f"{st.margin / n:+.1f}",
+            f"{st.fallbacks}/{st.moves}",
         )  # fmt: skip
     if done:
         turns = sum(r.turns for r in done) / len(done)

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -33,6 +34,8 @@ from clients.embedded import EmbeddedEngine, EngineStartError
 from clients.sdk import TLS, AscensionError, Client, bot, human
 from clients.sdk.tls import operator_key_from_env
 from clients.sdk.types import SETS
+from clients.web import hosts
+from engine_service import names
 
 EXAMPLES = """\
 examples:
@@ -58,6 +61,21 @@ def _bots(raw: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("give at least one bot name, e.g. ismcts,heuristic")
     return names
+
+
+def _display_name(raw: str) -> str:
+    """The engine's rule for display names, checked before anything starts."""
+    bad = names.problem(raw) if raw else None
+    if bad:
+        raise argparse.ArgumentTypeError(bad)
+    return raw
+
+
+def _host_name(raw: str) -> str:
+    try:
+        return hosts.host_name(raw)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _connection_flags(parser: argparse.ArgumentParser) -> None:
@@ -133,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
     )
     play.add_argument("--seed", type=int, default=None, help="game seed (reproducible deal)")
-    play.add_argument("--name", default="You", help="your display name")
+    play.add_argument("--name", type=_display_name, default="You", help="your display name")
     play.add_argument("--game", help="join this game (with --token) instead of creating one")
     play.add_argument("--token", help="your seat token in --game")
     play.add_argument("--no-clear", action="store_true", help="do not clear the screen each turn")
@@ -169,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--address", default=_address_default(), help=addr_help)
     web.add_argument("--host", default="127.0.0.1", help="address to serve the page on")
     web.add_argument("--port", type=int, default=8080, help="port of the page (0: a free one)")
+    web.add_argument(
+        "--allow-host", action="append", type=_host_name, default=[], metavar="NAME",
+        help="a name the page is served under besides its IP addresses and localhost, e.g. "
+        "the name of a reverse proxy; repeat for more (env ASCENSION_WEB_ALLOWED_HOSTS, "
+        "comma-separated). Requests for other names are refused (DNS rebinding)",
+    )  # fmt: skip
     web.add_argument("--no-browser", action="store_true", help="only print the page's URL")
     web.add_argument("--sets", choices=SETS, default="ss", help="ss, cotgi or both (default ss)")
     web.add_argument("--players", type=int, default=2, help="seats in a new game (default 2)")
@@ -180,7 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
     )
     web.add_argument("--seed", type=int, default=None, help="game seed (reproducible deal)")
-    web.add_argument("--name", default="You", help="your display name")
+    web.add_argument(
+        "--name", type=_display_name, default="You", help="your display name in the page's form"
+    )
     web.add_argument(
         "--ai-processes", type=int, default=2,
         help="AI worker processes of the private engine (default 2: your game and one to watch)",
@@ -331,6 +357,8 @@ def cmd_bots(args: argparse.Namespace, console: Console) -> int:
         # Report before the channel and the private engine are closed: nothing that happens
         # while they shut down can then take the results with it.
         console.print(bots_runner.results_table(cfg, results))
+        for note in bots_runner.fallback_notes(results):
+            console.print(f"[yellow](!) {escape(note)}[/]")
         failed = [r for r in results if not r.ok]
         for r in failed:
             console.print(f"[red]game {r.index} ({r.game_id or 'not created'}): {r.error}[/]")
@@ -388,6 +416,11 @@ def cmd_web(args: argparse.Namespace, console: Console) -> int:
         console.print("[red]--players must be 2..4 (2..6 with Curse of the Golden Isles).[/]")
         return 2
     try:
+        guard = hosts.HostGuard.of(args.host, [*args.allow_host, *hosts.names_from_env()])
+    except ValueError as e:
+        console.print(f"[red]{hosts.ENV_ALLOWED}: {e}[/]")
+        return 2
+    try:
         sock = serve.bind(args.host, args.port)
     except OSError as e:
         console.print(f"[red]Cannot serve on {args.host}:{args.port}:[/] {e.strerror or e}")
@@ -404,9 +437,12 @@ def cmd_web(args: argparse.Namespace, console: Console) -> int:
         if not args.no_browser:
             serve.open_browser(url)
         if private:
-            serve.run(sock, address, config)
+            serve.run(sock, address, config, guard=guard)
         else:
-            serve.run(sock, address, config, tls=_tls(args), operator_key=_operator_key(args))
+            serve.run(
+                sock, address, config, tls=_tls(args), operator_key=_operator_key(args),
+                guard=guard,
+            )  # fmt: skip
     return 0
 
 

@@ -4,8 +4,10 @@ Tracing is off by default. ``ASCENSION_TRACING=otlp`` sends spans to an OTLP col
 (``OTEL_EXPORTER_OTLP_ENDPOINT``, default ``http://localhost:4317``, gRPC) through the
 maintained instrumentations: the engine's gRPC server, the workers' gRPC client, and Celery
 on both sides (the engine publishes the move task, the worker runs it). The W3C trace
-context travels in gRPC metadata and in the Celery message headers, so one trace follows a
-client's call through the engine, the task and the worker's submit back to the engine.
+context travels in gRPC metadata and in the Celery message headers. One trace per move: a
+client's call and what the engine does for it; an AI move (its dispatch, the task, the
+worker's calls back to the engine) is a trace of its own, whose first span links to the call
+that made it the AI's turn (:func:`new_trace`).
 ``ASCENSION_TRACING=console`` prints spans instead (for a look without a collector).
 Sampling follows the SDK's ``OTEL_TRACES_SAMPLER``/``OTEL_TRACES_SAMPLER_ARG`` (default: every
 trace a caller did not decline).
@@ -19,12 +21,13 @@ the image has them); nothing of them is imported while tracing is off.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 TRACING_ENV = "ASCENSION_TRACING"
@@ -192,6 +195,31 @@ def instrument_engine() -> None:
 
     GrpcAioInstrumentorServer().instrument()  # type: ignore[no-untyped-call]
     CeleryInstrumentor().instrument()  # type: ignore[no-untyped-call]
+
+
+@contextlib.contextmanager
+def new_trace(name: str, attributes: Mapping[str, str | int] | None = None) -> Iterator[None]:
+    """Run the block in a span that starts a trace of its own, linked to the current span (the
+    call that caused it), when tracing is on.
+
+    An AI move is played later, by a worker, as its own unit of work: its dispatch, the task
+    and the worker's calls make one trace per move, which links back to the submit (or
+    CreateGame) that made it the AI's turn. Were the task's trace the submit's, a whole
+    AI-vs-AI game would be one trace of thousands of spans, sampled all or nothing."""
+    if not _enabled:
+        yield
+        return
+    from opentelemetry import context, trace
+
+    cause = trace.get_current_span().get_span_context()
+    tracer = trace.get_tracer("ascension.engine")
+    with tracer.start_as_current_span(
+        name,
+        context=context.Context(),  # no parent: a new trace
+        links=[trace.Link(cause)] if cause.is_valid else None,
+        attributes=attributes,
+    ):
+        yield
 
 
 def instrument_worker() -> None:

@@ -18,8 +18,13 @@ BUILD = NATIVE.choose("" if rules.BUILD == "compiled" else "the rules it calls r
 # ruff: noqa: E402
 
 from ai_workers.bots.base import Bot
-from ai_workers.bots.registry import UnknownBotError, available_bots, load_bot
-from ai_workers.bots.settings import BotSettings, BotSettingsError, validate_bot_settings
+from ai_workers.bots.registry import (
+    UnknownBotError,
+    available_bots,
+    load_bot,
+    validate_bot_settings,
+)
+from ai_workers.bots.settings import BotSettings, BotSettingsError
 
 __all__ = [
     "BUILD",

@@ -7,7 +7,9 @@ a fixed number of iterations instead, with no time limit, so that comparisons do
 the machine's load; options are passed to the bot's
 class (``ISMCTSBot(**options)``), so variants of one bot can meet in one run. Every seat gets
 a fresh bot instance per game and sees only its view; a decision with one legal action is
-played without asking the bot, as the AI runner does.
+played without asking the bot, as the AI runner does. A bot that raises or answers an
+illegal action gets the workers' fallback move (``ai_workers.bots.decide.ask``), counted per seat:
+a game with fallback moves is not its bot's own play.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ai_workers.bots.base import Bot
+from ai_workers.bots.decide import ask
 from ai_workers.bots.registry import load_bot
 from ai_workers.bots.settings import DEFAULT_EXPLORATION, BotSettings
 from engine_service import rules
@@ -80,6 +83,8 @@ class SeatStats:
     searches: int = 0  # decisions that ran a search
     iterations: int = 0
     search_s: float = 0.0
+    fallbacks: int = 0  # decisions where the bot failed and the fallback move was played
+    last_fallback: str = ""  # the latest one's reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +127,8 @@ def play_game(
     searches = [0] * n
     iters = [0] * n
     search_s = [0.0] * n
+    fallbacks = [0] * n
+    last_fallback = [""] * n
     seen: list[object] = [None] * n
     while not s.over:
         p = s.to_move()
@@ -131,9 +138,12 @@ def play_game(
             continue
         bot = bots[p]
         t0 = time.perf_counter()
-        a = bot.choose(rules.view(s, p), legal, settings[p])
+        a, why, detail = ask(bot, rules.view(s, p), legal, settings[p])
         think[p] += time.perf_counter() - t0
         dec[p] += 1
+        if why:
+            fallbacks[p] += 1
+            last_fallback[p] = f"{why}: {detail}" if detail else why
         last: Any = getattr(bot, "last", None)  # a search bot's report of its last search
         if last is not None and last is not seen[p] and int(getattr(last, "iterations", 0) or 0):
             seen[p] = last
@@ -141,7 +151,12 @@ def play_game(
             iters[p] += int(last.iterations)
             search_s[p] += float(last.seconds)
         rules.apply(s, a)
-    stats = tuple(SeatStats(dec[q], think[q], searches[q], iters[q], search_s[q]) for q in range(n))
+    stats = tuple(
+        SeatStats(
+            dec[q], think[q], searches[q], iters[q], search_s[q], fallbacks[q], last_fallback[q]
+        )
+        for q in range(n)
+    )
     return GameRecord(seed, tuple(sp.label for sp in specs), first, rules.winner(s),
                       tuple(rules.scores(s)), s.turn, stats)  # fmt: skip
 

@@ -45,10 +45,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ai_workers.bots import root_parallel
 from ai_workers.bots.evaluation import WEIGHT_SETS, evaluate, evaluate_projection
 from ai_workers.bots.knowledge import Knowledge, knowledge
 from ai_workers.bots.policy import best_action, forced_action, rollout_action
-from ai_workers.bots.sampling import sample
+from ai_workers.bots.sampling import sample, without_hand_knowledge
 from ai_workers.bots.seeding import decision_seed
 from ai_workers.bots.settings import BotSettings
 from engine_service import rules
@@ -84,6 +85,9 @@ class SearchOptions:
     fast: bool = True  # sample only the top of the center deck; play cards without listing
     weights: str = "heuristic"  # the evaluation's weight set (evaluation.WEIGHT_SETS)
     workers: int = 1  # processes searching each decision (root parallelism: root_parallel.py)
+    # sample the other hands keeping the cards every seat knows to be there (State.known);
+    # False: as if nothing were known of them (to measure what the knowledge is worth)
+    hand_knowledge: bool = True
 
     def __post_init__(self) -> None:
         if self.backup not in BACKUPS:
@@ -175,6 +179,8 @@ def search(
         if f is not None or len(legal) == 1:
             action = legal[0] if f is None else f
             return SearchResult(action, 0, time.perf_counter() - start, {}, {})
+    if not options.hand_knowledge:
+        view = without_hand_knowledge(view)
     rnd = random.Random(decision_seed(view, settings.seed))
     max_iter = settings.iterations or (1 << 62)
     deadline = start + settings.budget_ms / 1000.0
@@ -364,6 +370,24 @@ def analyse(
     return cands
 
 
+def parallel_search(
+    view: rules.View, legal: list[int], settings: BotSettings, options: SearchOptions
+) -> SearchResult:
+    """Search with ``options.workers`` processes (this one included) and merge their roots
+    (``root_parallel.py``)."""
+    start = time.perf_counter()
+    shares = options.workers
+    one = replace(options, workers=1)
+    forced = forced_action(view.state, legal, knowledge(view.state.T)) is not None
+    if shares <= 1 or len(legal) == 1 or forced:
+        return search(view, legal, settings, one)  # answers at once, without a search
+    visits, values, iterations = root_parallel.merged_roots(
+        search, view, legal, settings, one, shares
+    )
+    action = max(legal, key=lambda a: (visits.get(a, 0), values.get(a, 0.0)))
+    return SearchResult(action, iterations, time.perf_counter() - start, visits, values)
+
+
 def _option_value(key: str, raw: object) -> object:
     kind = type(getattr(DEFAULT_OPTIONS, key))
     if kind is bool and isinstance(raw, str):
@@ -405,8 +429,6 @@ class ISMCTSBot:
             if kept is not None and kept[0].children(kept[1], view.seat):
                 tree, root = kept
         if self.options.workers > 1:
-            from ai_workers.bots.root_parallel import parallel_search  # imports this module
-
             result = parallel_search(view, legal, settings, self.options)
         else:
             result = search(view, legal, settings, self.options, tree=tree, root=root)

@@ -7,15 +7,22 @@ A package registers a bot in its ``pyproject.toml``::
 
 The built-ins (``random``, ``heuristic``, ``expert``, ``ismcts``) are registered the same way and are
 also known here directly, so they load even when package metadata is missing.
+
+The group is read once per process, when it first needs it (a worker, a bot host, the engine
+at start): a bot installed or changed later is seen after a restart.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
+from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
+from typing import Any
 
 from ai_workers.bots.base import Bot
+from ai_workers.bots.settings import BotSettings, BotSettingsError
 
 GROUP = "ascension.bots"
 BUILTINS = {
@@ -32,19 +39,53 @@ class UnknownBotError(LookupError):
     """No bot of that name is installed."""
 
 
-def _registered() -> dict[str, str]:
+@functools.cache
+def _scan() -> tuple[dict[str, str], tuple[str, ...]]:
+    """(name -> target of every bot, the distributions that register bots), read once."""
     found = dict(BUILTINS)
+    providers: set[str] = set()
     try:
         for ep in entry_points(group=GROUP):
             found[ep.name] = ep.value
+            dist = getattr(ep, "dist", None)
+            if dist is not None:
+                providers.add(f"{dist.name} {dist.version}")
     except Exception:  # broken metadata must not take the built-ins down with it
         log.exception("could not read the %s entry points; using the built-in bots", GROUP)
-    return found
+    return found, tuple(sorted(providers))
+
+
+def _registered() -> dict[str, str]:
+    return _scan()[0]
 
 
 def available_bots() -> list[str]:
     """Names of every installed bot, sorted."""
     return sorted(_registered())
+
+
+def where_bots_come_from() -> str:
+    """Where the names were read, for messages: the entry-point group and the installed
+    distributions that provide it."""
+    providers = _scan()[1]
+    of = f" (provided by {', '.join(providers)})" if providers else " (no package provides it)"
+    return f"the entry-point group {GROUP!r}{of}, and the built-ins"
+
+
+def describe_bots() -> str:
+    """What a worker logs at start."""
+    return (
+        f"bots: {', '.join(available_bots())}, from {where_bots_come_from()}; read at start: "
+        "restart to see bots installed or changed later"
+    )
+
+
+def unknown_bot_message(name: str, known: Iterable[str]) -> str:
+    return (
+        f"unknown bot {name!r}; installed bots: {', '.join(sorted(set(known)))}. Bots are read "
+        f"when the engine and the workers start, from {where_bots_come_from()}: install the "
+        "bot's package where both run, then restart them"
+    )
 
 
 def _import(target: str) -> type:
@@ -64,9 +105,7 @@ def load_bot(name: str) -> Bot:
         return bot
     target = _registered().get(name)
     if target is None:
-        raise UnknownBotError(
-            f"unknown bot {name!r}; installed bots: {', '.join(available_bots())}"
-        )
+        raise UnknownBotError(unknown_bot_message(name, available_bots()))
     try:
         cls = _import(target)
     except Exception:
@@ -79,3 +118,15 @@ def load_bot(name: str) -> Bot:
         raise TypeError(f"bot {name!r} ({target}) has no choose(view, legal, settings) method")
     _cache[name] = instance
     return instance  # type: ignore[no-any-return]
+
+
+def validate_bot_settings(
+    raw: Mapping[str, Any], known_bots: Iterable[str] | None = None
+) -> BotSettings:
+    """Validate settings for a seat at ``CreateGame``: fields, ranges, and the bot's name
+    against the installed bots (``ascension.bots`` entry points and the built-ins)."""
+    settings = BotSettings.from_payload(raw)
+    names = available_bots() if known_bots is None else sorted(set(known_bots))
+    if settings.name not in names:
+        raise BotSettingsError(unknown_bot_message(settings.name, names))
+    return settings

@@ -5,10 +5,12 @@ the hidden cards) for the whole budget; their root statistics are summed, and th
 action with the most visits over all of them. The trees are not shared: this is the simplest
 parallel search, and at a few processes nearly as strong as one search with as many iterations.
 
-Used by ``ISMCTSBot`` when ``SearchOptions.workers`` > 1 (benchmarks' ``ismcts:workers=2``).
-The helper processes are one pool per bot process, started on first use and kept; the search
-in this process is one of the shares. With an iteration budget, the iterations are split among
-the shares; with a time budget, every share searches for that time.
+Used by ``ISMCTSBot`` when ``SearchOptions.workers`` > 1 (benchmarks' ``ismcts:workers=2``),
+through ``ismcts.parallel_search``, which hands its search function in: this module knows of
+a search only that it reports root visits and values. The helper processes are one pool per
+bot process, started on first use and kept; the search in this process is one of the shares.
+With an iteration budget, the iterations are split among the shares; with a time budget,
+every share searches for that time.
 """
 
 from __future__ import annotations
@@ -16,15 +18,32 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.util
 import os
-import time
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
+from typing import Any, Protocol
 
-from ai_workers.bots.ismcts import SearchOptions, SearchResult, search
-from ai_workers.bots.knowledge import knowledge
-from ai_workers.bots.policy import forced_action
 from ai_workers.bots.settings import BotSettings
 from engine_service import rules
+
+
+class RootStats(Protocol):
+    """What a share's search reports: visits and mean reward of each root action."""
+
+    @property
+    def visits(self) -> dict[int, int]: ...
+
+    @property
+    def values(self) -> dict[int, float]: ...
+
+    @property
+    def iterations(self) -> int: ...
+
+
+# search(view, legal, settings, options) with options for one process (picklable: a helper
+# process is handed it with each share)
+Search = Callable[[rules.View, list[int], BotSettings, Any], RootStats]
+Share = tuple[dict[int, int], dict[int, float], int]  # root visits, reward sums, iterations
 
 GOLDEN = 0x9E3779B97F4A7C15  # spreads the shares' seeds over the 64-bit range
 DISPATCH_MS = 2  # a helper starts this much later than the local share: it stops as much earlier
@@ -71,30 +90,31 @@ def _share_settings(settings: BotSettings, k: int, shares: int) -> BotSettings:
 
 
 def _share(
-    view_bytes: bytes, legal: list[int], settings: BotSettings, options: SearchOptions
-) -> tuple[dict[int, int], dict[int, float], int]:
-    """One helper's search: its root visits, reward sums and iterations."""
+    search: Search, view_bytes: bytes, legal: list[int], settings: BotSettings, options: Any
+) -> Share:
+    """One share's search: its root visits, reward sums and iterations."""
     r = search(rules.View.deserialize(view_bytes), legal, settings, options)
     return r.visits, {a: v * r.visits[a] for a, v in r.values.items()}, r.iterations
 
 
-def parallel_search(
-    view: rules.View, legal: list[int], settings: BotSettings, options: SearchOptions
-) -> SearchResult:
-    """Search with ``options.workers`` processes (this one included) and merge their roots."""
-    start = time.perf_counter()
-    shares = options.workers
-    one = replace(options, workers=1)
-    K = knowledge(view.state.T)
-    if shares <= 1 or len(legal) == 1 or forced_action(view.state, legal, K) is not None:
-        return search(view, legal, settings, one)  # answers at once, without a search
+def merged_roots(
+    search: Search,
+    view: rules.View,
+    legal: list[int],
+    settings: BotSettings,
+    options: Any,
+    shares: int,
+) -> tuple[dict[int, int], dict[int, float], int]:
+    """Root visits, mean rewards and iterations of ``shares`` searches of ``view`` (this
+    process's and ``shares - 1`` helpers'), each with its own seed; ``options`` are those of
+    one process's search."""
     pool = _helpers(shares - 1)
     blob = view.serialize()
-    futures: list[Future[tuple[dict[int, int], dict[int, float], int]]] = [
-        pool.submit(_share, blob, legal, _share_settings(settings, k, shares), one)
+    futures: list[Future[Share]] = [
+        pool.submit(_share, search, blob, legal, _share_settings(settings, k, shares), options)
         for k in range(1, shares)
     ]
-    mine = search(view, legal, _share_settings(settings, 0, shares), one)
+    mine = search(view, legal, _share_settings(settings, 0, shares), options)
     visits = dict(mine.visits)
     sums = {a: v * mine.visits[a] for a, v in mine.values.items()}
     iterations = mine.iterations
@@ -106,5 +126,4 @@ def parallel_search(
         for a, t in tot.items():
             sums[a] = sums.get(a, 0.0) + t
     values = {a: sums[a] / visits[a] for a in sums if visits.get(a)}
-    action = max(legal, key=lambda a: (visits.get(a, 0), values.get(a, 0.0)))
-    return SearchResult(action, iterations, time.perf_counter() - start, visits, values)
+    return visits, values, iterations

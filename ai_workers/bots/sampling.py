@@ -4,8 +4,9 @@
 ahead, so of the center deck (100 to 200 cards) it only ever reads the top few: here only the
 top ``CENTER_TOP`` cards are dealt at random (a partial Fisher-Yates shuffle: each is a
 uniform draw from the whole deck), which is a third of the cost of an iteration's sampling.
-Every seat's deck and the opponents' hands are dealt completely, as by ``determinize``. Like it,
-this reads only the view: two states the seat cannot tell apart give the same samples.
+Every seat's deck and the opponents' hands are dealt completely, by ``determinize``'s own
+``deal_hands`` (the cards known to be in a hand stay there). Like it, this reads only the
+view: two states the seat cannot tell apart give the same samples.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from engine_service import rules
 from engine_service.rules import rng as R
 from engine_service.rules.state import State
+from engine_service.rules.view import deal_hands
 
 CENTER_TOP = 32  # more than a two-turn search turns over (six per refill of the row at most)
 MASK = R.MASK
@@ -35,14 +37,19 @@ def shuffle_top(x: int, items: list[int], k: int) -> int:
 
 def sample(vw: rules.View, seed: int) -> State:
     s = vw.state.clone()
-    x = R.seed_state(seed)
-    for q in range(s.n):
-        pool = s.decks[q]
-        x = R.shuffle(x, pool)
-        if q != vw.seat:
-            k = vw.hand_counts[q]
-            s.hands[q] = pool[:k]
-            s.decks[q] = pool[k:]
+    x = deal_hands(vw, s, R.seed_state(seed))
     x = shuffle_top(x, s.center_deck, CENTER_TOP)
     s.rng = R.step(x) or 1
     return s
+
+
+def without_hand_knowledge(vw: rules.View) -> rules.View:
+    """The view as if nothing were known of the other seats' hands: their known cards back
+    with their decks (``SearchOptions.hand_knowledge`` off, for comparisons)."""
+    s = vw.state.clone()
+    for q in range(s.n):
+        if q != vw.seat:
+            s.decks[q] = sorted(s.hands[q] + s.decks[q])
+            s.hands[q] = []
+        s.known[q] = []
+    return rules.View(vw.seat, s, vw.hand_counts)

@@ -8,7 +8,7 @@ field is wrong and what would be right.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -27,8 +27,9 @@ class BotSettingsError(ValueError):
 class BotSettings:
     """How one AI seat plays.
 
-    ``iterations`` and ``time_ms`` bound a search (0 = that bound is off; both 0 = the bot's
-    default, one second for ``ismcts``); whichever is reached first stops it. ``seed`` makes
+    ``iterations`` and ``time_ms`` bound a search; whichever is reached first stops it.
+    ``time_ms`` 0 leaves the budget to ``budget_ms``: one second, or the most any search may
+    take (``MAX_TIME_MS``) when ``iterations`` is given. ``seed`` makes
     a bot's choices reproducible; ``exploration`` is the UCT constant of search bots.
     """
 
@@ -47,7 +48,7 @@ class BotSettings:
                 raise BotSettingsError(f"bot {key} must be an integer, got {v!r}")
             if not 0 <= v <= top:
                 raise BotSettingsError(
-                    f"bot {key} must be between 0 and {top} (0 = no limit), got {v}"
+                    f"bot {key} must be between 0 and {top}, got {v}"
                 )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise BotSettingsError(f"bot seed must be an integer, got {self.seed!r}")
@@ -84,18 +85,3 @@ class BotSettings:
             kwargs["exploration"] = float(kwargs["exploration"])
         return BotSettings(**kwargs)
 
-
-def validate_bot_settings(
-    raw: Mapping[str, Any], known_bots: Iterable[str] | None = None
-) -> BotSettings:
-    """Validate settings for a seat at ``CreateGame``: fields, ranges, and the bot's name
-    against the installed bots (``ascension.bots`` entry points and the built-ins)."""
-    settings = BotSettings.from_payload(raw)
-    if known_bots is None:
-        from ai_workers.bots.registry import available_bots
-
-        known_bots = available_bots()
-    names = sorted(set(known_bots))
-    if settings.name not in names:
-        raise BotSettingsError(f"unknown bot {settings.name!r}; installed bots: {', '.join(names)}")
-    return settings

@@ -28,6 +28,7 @@ from clients.sdk.errors import (
 )
 from clients.sdk.review import AioReviewCall, DecisionReview, aiterate, review_request
 from clients.sdk.tls import TLS, aio_channel, operator_metadata
+from clients.sdk.tracing import aio_interceptors
 from clients.sdk.types import Catalog, CreatedGame, SeatSpec
 from engine_service.api.ascension.v1 import engine_pb2, engine_pb2_grpc, game_pb2
 
@@ -96,7 +97,12 @@ class AsyncClient:
         self.timeout = timeout
         self.retry = retry
         self._operator = operator_metadata(operator_key)
-        self._channel: Any = channel if channel is not None else aio_channel(address, tls, [])
+        # A channel of its own gets a client span per call when OpenTelemetry is installed.
+        self._channel: Any = (
+            channel
+            if channel is not None
+            else aio_channel(address, tls, [], interceptors=aio_interceptors())
+        )
         self._stub = cast(_AioStub, engine_pb2_grpc.EngineStub(self._channel))
         self._versions: dict[str, int] = {}
         self._catalogs: dict[str, Catalog] = {}

@@ -31,6 +31,7 @@ from clients.sdk.errors import (
 from clients.sdk.review import DecisionReview, iterate, review_request
 from clients.sdk.tls import TLS, operator_metadata
 from clients.sdk.tls import channel as tls_channel
+from clients.sdk.tracing import traced_channel
 from clients.sdk.types import Catalog, CreatedGame, SeatSpec
 from engine_service.api.ascension.v1 import engine_pb2, engine_pb2_grpc, game_pb2
 
@@ -68,7 +69,10 @@ class Client:
         self.timeout = timeout
         self.retry = retry
         self._operator = operator_metadata(operator_key)
-        self._channel: Any = channel if channel is not None else tls_channel(address, tls, [])
+        # A channel of its own gets a client span per call when OpenTelemetry is installed.
+        self._channel: Any = (
+            channel if channel is not None else traced_channel(tls_channel(address, tls, []))
+        )
         self._stub = engine_pb2_grpc.EngineStub(self._channel)
         self._versions: dict[str, int] = {}
         self._lock = threading.Lock()

@@ -92,12 +92,19 @@ def channel(address: str, tls: TLS | bool | None, options: list[tuple[str, Any]]
     return grpc.secure_channel(address, t.credentials(), options=options + t.options())
 
 
-def aio_channel(address: str, tls: TLS | bool | None, options: list[tuple[str, Any]]) -> Any:
-    """The asyncio twin of :func:`channel`."""
+def aio_channel(
+    address: str,
+    tls: TLS | bool | None,
+    options: list[tuple[str, Any]],
+    interceptors: list[Any] | None = None,
+) -> Any:
+    """The asyncio twin of :func:`channel` (``interceptors``: grpc.aio client interceptors)."""
     t = _resolve(tls)
     if t is None:
-        return aio.insecure_channel(address, options=options)
-    return aio.secure_channel(address, t.credentials(), options=options + t.options())
+        return aio.insecure_channel(address, options=options, interceptors=interceptors)
+    return aio.secure_channel(
+        address, t.credentials(), options=options + t.options(), interceptors=interceptors
+    )
 
 
 def operator_metadata(key: str | None) -> tuple[tuple[str, str], ...] | None:

@@ -34,7 +34,7 @@ class BotSpec:
 
     name: str = "ismcts"
     iterations: int = 0  # 0 = no iteration limit
-    time_ms: int = 0  # thinking time per move, 0 = no time limit (both 0: the bot's default)
+    time_ms: int = 0  # thinking time per move; 0: 1 s, or 60 s with iterations (docs/bots.md)
     seed: int = 0
     exploration: float = 0.0  # 0 = the bot's default
 

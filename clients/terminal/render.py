@@ -230,6 +230,19 @@ def _seat_summary(view: GameView, seat: int) -> Text:
     return t
 
 
+def fallbacks_text(view: GameView, seat: int) -> Text:
+    """An AI seat's fallback moves (its bot failed and a legal move was played instead), e.g.
+    "  3 fallback moves (latest: bot_raised: ValueError)"; empty when it has none."""
+    info = next((i for i in view.seat_info if i.seat == seat), None)
+    if info is None or not info.fallback_moves:
+        return Text()
+    n = info.fallback_moves
+    return styled(
+        f"  {n} fallback move{'s' if n > 1 else ''} (latest: {info.last_fallback_reason})",
+        "yellow",
+    )
+
+
 def my_panel(view: GameView, catalog: Catalog, me: int) -> Group:
     """Your seat: resources, hand, cards played this turn, Constructs and Treasure."""
     s = next(x for x in view.board.seats if x.seat == me)
@@ -266,6 +279,9 @@ def opponents(view: GameView, catalog: Catalog, me: int, layout: Layout) -> Grou
         t = seat_text(view, s.seat, me)
         t.append(": ")
         t.append_text(_seat_summary(view, s.seat))
+        if s.hand_known:  # revealed and returned, or drawn as its deck ran out
+            t.append(" · known in hand: ")
+            t.append_text(card_list(catalog, s.hand_known))
         in_play = list(s.constructs) + list(s.ongoing)
         if in_play:
             t.append(" · in play: ")
@@ -273,6 +289,10 @@ def opponents(view: GameView, catalog: Catalog, me: int, layout: Layout) -> Grou
         if layout.compact:
             t.no_wrap, t.overflow = True, "ellipsis"
         lines.append(t)
+        note = fallbacks_text(view, s.seat)
+        if note:
+            note.no_wrap, note.overflow = True, "ellipsis"
+            lines.append(note)
     return Group(*lines)
 
 

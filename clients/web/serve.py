@@ -4,6 +4,8 @@
     /config.json                   the play options `ascension web` was started with
     /ascension.v1.Engine/<Method>  the Engine API, forwarded to the engine (gateway.py)
 
+Only for requests whose Host and Origin are this server's own (hosts.py: DNS rebinding).
+
 Served by uvicorn on a socket bound before the server starts, so that the URL (with the real
 port when 0 was asked for) is known and printed before anything else happens.
 """
@@ -19,6 +21,7 @@ import threading
 import webbrowser
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import asdict, dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ from starlette.staticfiles import StaticFiles
 
 from clients.sdk.tls import TLS, aio_channel, operator_metadata
 from clients.web.gateway import PREFIX, EngineGateway
+from clients.web.hosts import HostGuard, Refusal
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
@@ -64,12 +68,16 @@ class WebApp:
         config: PageConfig,
         static_dir: Path = STATIC_DIR,
         metadata: tuple[tuple[str, str], ...] = (),
+        guard: HostGuard | None = None,
     ) -> None:
+        """``guard``: which Host and Origin headers are answered (hosts.py); by default those
+        of a server on loopback."""
         if not (static_dir / "index.html").is_file():
             raise FileNotFoundError(
                 f"{static_dir}/index.html is missing: build the page with "
                 "`python -m clients.web.build` (needs Node.js) or reinstall the package"
             )
+        self.guard = guard or HostGuard.of("127.0.0.1")
         self.gateway = EngineGateway(channel, metadata)
         body = config.json()
 
@@ -86,6 +94,12 @@ class WebApp:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            refusal = self.guard.check(headers.get("host"), headers.get("origin"))
+            if refusal is not None:
+                await refuse(refusal, send)
+                return
         path: str = scope.get("path", "")
         if scope["type"] == "http" and path.startswith(PREFIX):
             await self.gateway(scope, receive, send)
@@ -99,13 +113,26 @@ class WebApp:
         await self.site(scope, receive, send_with_headers)
 
 
-# The page loads only its own files and talks only to its own origin.
+async def refuse(refusal: Refusal, send: Send) -> None:
+    body = f"{refusal.status} {HTTPStatus(refusal.status).phrase}: {refusal.reason}\n".encode()
+    await send({
+        "type": "http.response.start",
+        "status": refusal.status,
+        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()), *PAGE_HEADERS],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+# The page loads only its own files and talks only to its own origin. Its referrer policy is
+# same-origin, not no-referrer: with no-referrer browsers send "Origin: null" with the page's
+# own POSTs, which the Origin check (hosts.py) could not tell from a foreign sandboxed page.
 PAGE_HEADERS = [
     (b"content-security-policy",
      b"default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; "
      b"frame-ancestors 'none'; form-action 'self'"),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
 ]  # fmt: skip
 
 
@@ -136,14 +163,18 @@ async def serve(
     tls: TLS | None = None,
     operator_key: str | None = None,
     access_log: bool = False,
+    guard: HostGuard | None = None,
 ) -> None:
     """Serve until interrupted (SIGINT/SIGTERM end it gracefully).
 
     ``tls`` secures the channel to the engine; an ``operator_key`` is sent with every call
     (so every browser that reaches the page acts as that operator: keep such a page private).
+    ``guard``: the Host and Origin headers answered (hosts.py).
     """
     async with aio_channel(engine_address, tls, []) as channel:
-        app = WebApp(channel, config, metadata=operator_metadata(operator_key) or ())
+        app = WebApp(
+            channel, config, metadata=operator_metadata(operator_key) or (), guard=guard
+        )
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
@@ -164,8 +195,11 @@ def run(
     *,
     tls: TLS | None = None,
     operator_key: str | None = None,
+    guard: HostGuard | None = None,
 ) -> None:
-    asyncio.run(serve(sock, engine_address, config, tls=tls, operator_key=operator_key))
+    asyncio.run(
+        serve(sock, engine_address, config, tls=tls, operator_key=operator_key, guard=guard)
+    )
 
 
 def open_browser(url: str) -> bool:

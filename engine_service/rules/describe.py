@@ -135,7 +135,7 @@ def describe_event(s: State, e: tuple[Any, ...]) -> str:
     if k == "raided":
         return f"{who} took {item_name(s, e[3])} from seat {e[2] + 1}"
     if k == "raid_prevented":
-        return f"{who} revealed {names[e[2]]} and prevented the Raid"
+        return f"{who} revealed {names[e[2]]} from their hand, prevented the Raid and kept the card"
     if k == "tribute":
         return f"{who} put {item_name(s, e[2])} under Thukal"
     if k == "banish":

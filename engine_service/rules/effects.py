@@ -68,7 +68,10 @@ def gain_crew(s: State, p: int, n: int) -> None:
 
 def draw(s: State, p: int, n: int, ev: list[Event]) -> None:
     """Draw n cards; an empty deck is replenished from the discard pile (never from the
-    Heroes played this turn, which sit in ``played``, not in the discard pile)."""
+    Heroes played this turn, which sit in ``played``, not in the discard pile). Every seat
+    knows a hand and deck together (each card entering or leaving them is public), so with
+    the deck empty the hand is known: it stays known (``known``) once the reshuffled cards,
+    which no one has seen, join it."""
     hand, deck = s.hands[p], s.decks[p]
     for _ in range(n):
         if not deck:
@@ -78,9 +81,28 @@ def draw(s: State, p: int, n: int, ev: list[Event]) -> None:
             deck.extend(disc)
             disc.clear()
             s.rng = R.shuffle(s.rng, deck)
+            s.known[p] = sorted(hand)
             ev.append(("reshuffle", p))
         hand.append(deck.pop())
     ev.append(("draw", p, n))
+
+
+def leave_hand(s: State, p: int, c: int) -> None:
+    """A card leaves p's hand (played, banished): a known copy of it is no longer known to be
+    there, since no one can tell which copy left."""
+    s.hands[p].remove(c)
+    known = s.known[p]
+    if known and c in known:
+        known.remove(c)
+
+
+def reveal_in_hand(s: State, p: int, c: int) -> None:
+    """p reveals c from its hand and keeps it (Raid prevention): every seat knows a copy is
+    there. (Revealing a copy already known shows no second one.)"""
+    known = s.known[p]
+    if c not in known:
+        known.append(c)
+        known.sort()
 
 
 def refill(s: State, sp: int, fates: list[int], ev: list[Event]) -> None:
@@ -607,6 +629,7 @@ def _cleanup(s: State, op: L.Op, p: int, src: int, ev: list[Event]) -> bool:
     disc.extend(s.hands[p])
     disc.extend(s.played[p])
     s.hands[p].clear()
+    s.known[p].clear()
     s.played[p].clear()
     s.runes = s.power = 0
     draw(s, p, HAND_SIZE, ev)

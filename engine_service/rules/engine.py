@@ -44,6 +44,7 @@ def new_game(config: GameConfig, tables: Tables | None = None) -> State:
     start_set = cat.sets["cotgi" if config.has_cotgi else "ss"]
     starting = [cat.id(k) for k, count in start_set.starting for _ in range(count)]
     s.hands, s.decks = [], []
+    s.known = [[] for _ in range(n)]
     for _ in range(n):
         deck = starting[:]
         x = R.shuffle(x, deck)
@@ -212,7 +213,8 @@ def _tribute_actions(s: State, d: tuple[Any, ...]) -> list[int]:
 
 def _free_actions(s: State, d: tuple[Any, ...]) -> list[int]:
     out = [A.TAKE_FREE << 16 | t for t in E.free_targets(s, d[3], d[4], d[5], d[6], d[7])]
-    out.append(enc(A.SKIP))
+    if d[7] != A.FREE_SKIPPER:  # Relentless Skipper: "If you do, acquire": no "may" there
+        out.append(enc(A.SKIP))
     return out
 
 
@@ -274,7 +276,7 @@ def _end_turn(s: State, arg: int, ev: list[Event]) -> None:
 def _play(s: State, c: int, ev: list[Event]) -> None:
     T = s.T
     p = s.active
-    s.hands[p].remove(c)
+    E.leave_hand(s, p, c)
     ev.append(("play", p, c))
     faction = T.faction[c]
     seq: list[E.Entry] = [(op, p, c) for op in T.play[c]]
@@ -418,7 +420,7 @@ def _banished(s: State, d: tuple[Any, ...], c: int, ev: list[Event]) -> None:
 
 
 def _banish_hand(s: State, d: tuple[Any, ...], c: int, ev: list[Event]) -> None:
-    s.hands[d[1]].remove(c)
+    E.leave_hand(s, d[1], c)
     E.banish_card(s, c)
     ev.append(("banish", d[1], c, "hand"))
     _banished(s, d, c, ev)
@@ -463,7 +465,9 @@ def _transfer(s: State, raider: int, victim: int, item: int, ev: list[Event]) ->
 
 
 def _prevent(s: State, d: tuple[Any, ...], c: int, ev: list[Event]) -> None:
-    ev.append(("raid_prevented", d[1], c))  # the card is revealed and stays in hand
+    """The victim reveals c and returns it to its hand (S&S FAQ): every seat knows it is there."""
+    E.reveal_in_hand(s, d[1], c)
+    ev.append(("raid_prevented", d[1], c))
 
 
 def _give(s: State, d: tuple[Any, ...], item: int, ev: list[Event]) -> None:

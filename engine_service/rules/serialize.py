@@ -45,6 +45,9 @@ def primitive_index(field: str) -> int:
     return 2 + _FIELDS.index(field)
 
 
+_KNOWN = _FIELDS.index("known")
+
+
 def to_primitive(s: State) -> list[Any]:
     c = s.config
     return [s.T.catalog.fingerprint, [c.sets, c.players, c.seed], *_VALUES(s)]
@@ -60,6 +63,10 @@ def from_primitive(data: list[Any], tables: Tables | None = None) -> State:
         raise SerializationError(
             f"state was written with card data {fingerprint!r}, this engine has {T.catalog.fingerprint!r}"
         )
+    if len(values) == len(_FIELDS) - 1 and isinstance(players, int):
+        # written before states kept ``known``: nothing known about any hand (the knowledge
+        # comes back as decks run out and Raids are prevented)
+        values.insert(_KNOWN, [[] for _ in range(players)])
     if len(values) != len(_FIELDS):
         raise SerializationError(f"expected {len(_FIELDS)} fields, got {len(values)}")
     s = State.__new__(State)
@@ -86,7 +93,7 @@ _OTHER_ZONES = tuple(primitive_index(f) for f in ("center", "crew", "ship", "tok
 _SEAT_ZONES = tuple(
     primitive_index(f)
     for f in (
-        *("coins", "constructs", "decks", "discards", "hands", "ongoing", "played"),
+        *("coins", "constructs", "decks", "discards", "hands", "known", "ongoing", "played"),
         *("treasures", "under"),
     )
 )

@@ -59,6 +59,7 @@ FIELDS = (
     "ghost",
     "ghost_hit",
     "hands",
+    "known",
     "kraken",
     "kraken_coins",
     "moved",
@@ -98,6 +99,11 @@ class State:
     first: int  # the seat that started the game
     over: bool
     hands: list[list[int]]
+    # Cards every seat knows to be in each hand (sorted): a card revealed there and returned
+    # (Raid prevention), or the whole hand when its deck ran out and the discard pile was
+    # shuffled in. A known card stays known until a copy of it leaves that hand (played,
+    # banished, end of turn): copies are indistinguishable, so which one left is not known.
+    known: list[list[int]]
     decks: list[list[int]]  # top of deck = end of list
     discards: list[list[int]]
     played: list[list[int]]  # Heroes played this turn (only the active seat's is non-empty)
@@ -142,6 +148,7 @@ class State:
         s.first = self.first
         s.over = self.over
         s.hands = [z[:] for z in self.hands]
+        s.known = [z[:] for z in self.known]
         s.decks = [z[:] for z in self.decks]
         s.discards = [z[:] for z in self.discards]
         s.played = [z[:] for z in self.played]

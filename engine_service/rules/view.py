@@ -1,9 +1,12 @@
 """What one seat may know (``view``), and full states consistent with it (``determinize``).
 
 A view is a state with the hidden parts replaced by what perfect memory of the public
-events gives: a seat's own hand; each other seat's hand and deck together as one sorted
-multiset (every card entering or leaving them is public, only which is where is not); every
-deck, the center deck and the Treasure Bag as sorted multisets, never in order; and no RNG.
+events gives: a seat's own hand; of each other seat's hand, the cards every seat knows to be
+there (``State.known``: revealed and returned, or the hand as it was when its deck ran out),
+and the rest of that hand and its deck together as one sorted multiset (every card entering
+or leaving them is public, only which is where is not); every deck, the center deck and the
+Treasure Bag as sorted multisets, never in order; and no RNG. ``determinize`` deals the
+hidden cards again, the known ones staying where they are known to be.
 """
 
 from __future__ import annotations
@@ -73,6 +76,15 @@ class View:
         return View(seat, state, counts)
 
 
+def _unknown(hand: list[int], deck: list[int], known: list[int]) -> list[int]:
+    """Another seat's hand and deck but the cards known to be in the hand, sorted."""
+    rest = hand + deck
+    for c in known:
+        rest.remove(c)
+    rest.sort()
+    return rest
+
+
 def view(s: State, seat: int = SPECTATOR) -> View:
     v = s.clone()
     v.rng = 0
@@ -80,8 +92,8 @@ def view(s: State, seat: int = SPECTATOR) -> View:
         if q == seat:
             v.decks[q].sort()
         else:
-            v.decks[q] = sorted(v.hands[q] + v.decks[q])
-            v.hands[q] = []
+            v.decks[q] = _unknown(v.hands[q], v.decks[q], s.known[q])
+            v.hands[q] = s.known[q][:]
     v.center_deck.sort()
     v.bag.sort()
     return View(seat, v, [len(h) for h in s.hands])
@@ -115,10 +127,13 @@ def view_bytes(s: State, seat: int = SPECTATOR) -> bytes:
     """``view(s, seat).serialize()``, without building the view's state (the service sends a
     view with every answer): ``s``'s primitive form with the hidden parts replaced."""
     p = to_primitive(s)  # the state's own lists, read only
-    hands, decks = s.hands, s.decks
+    hands, decks, known = s.hands, s.decks, s.known
     p[_RNG] = 0
-    p[_HANDS] = [hands[q] if q == seat else [] for q in range(s.n)]
-    p[_DECKS] = [sorted(decks[q] if q == seat else hands[q] + decks[q]) for q in range(s.n)]
+    p[_HANDS] = [hands[q] if q == seat else known[q] for q in range(s.n)]
+    p[_DECKS] = [
+        sorted(decks[q]) if q == seat else _unknown(hands[q], decks[q], known[q])
+        for q in range(s.n)
+    ]
     p[_BAG] = sorted(s.bag)
     # Marshal (version 2, no references) writes a list as "[", its length (4 bytes, little
     # endian) and its items one after the other: the center deck's bytes are put in place.
@@ -133,17 +148,24 @@ def view_bytes(s: State, seat: int = SPECTATOR) -> bytes:
     return bytes([VIEW_FORMAT]) + zlib.crc32(blob).to_bytes(4, "big") + blob
 
 
-def determinize(vw: View, seed: int) -> State:
-    """A full state consistent with the view: hidden cards dealt at random (seeded)."""
-    s = vw.state.clone()
-    x = R.seed_state(seed)
+def deal_hands(vw: View, s: State, x: int) -> int:
+    """Deal ``s`` (a clone of the view's state) the hidden cards of every seat's hand and deck
+    at random: each other seat's hand is the cards known to be in it and the rest from its
+    unknown cards; returns the new RNG state."""
     for q in range(s.n):
         pool = s.decks[q]
         x = R.shuffle(x, pool)
         if q != vw.seat:
-            k = vw.hand_counts[q]
-            s.hands[q] = pool[:k]
+            k = vw.hand_counts[q] - len(s.hands[q])
+            s.hands[q] = s.hands[q] + pool[:k]
             s.decks[q] = pool[k:]
+    return x
+
+
+def determinize(vw: View, seed: int) -> State:
+    """A full state consistent with the view: hidden cards dealt at random (seeded)."""
+    s = vw.state.clone()
+    x = deal_hands(vw, s, R.seed_state(seed))
     x = R.shuffle(x, s.center_deck)
     s.rng = R.step(x) or 1
     return s

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import signal
 import sys
@@ -15,7 +16,9 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2
+from engine_service.server import bots
 from engine_service.server.analysis import Analyses
+from engine_service.server.auth import parse_keys
 from engine_service.server.config import Settings
 from engine_service.server.dispatch import make_dispatcher, message_ttl
 from engine_service.server.games import Games
@@ -60,6 +63,42 @@ def redacted(url: str) -> str:
         return url
     user = userinfo.partition(":")[0]
     return f"{scheme}://{user + ':***' if user else '***'}@{host}"
+
+
+def is_open(settings: Settings) -> bool:
+    """Anyone who reaches the port may list, create and delete every game: no operator keys,
+    and no client certificate asked for (mTLS)."""
+    return not (parse_keys(settings.operator_keys) or settings.tls_client_ca_file)
+
+
+def exposure(settings: Settings) -> str:
+    """How the port is protected, for the "listening on" line: "open: plaintext, no operator
+    keys", "TLS, operator keys", ..."""
+    channel = (
+        "mTLS" if settings.tls_client_ca_file else "TLS" if settings.tls_cert_file else "plaintext"
+    )
+    keys = "operator keys" if parse_keys(settings.operator_keys) else "no operator keys"
+    return f"{'open: ' if is_open(settings) else ''}{channel}, {keys}"
+
+
+def is_loopback(host: str) -> bool:
+    bare = host.strip("[]")
+    if bare == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        return False
+
+
+def warn_if_exposed(settings: Settings, address: str) -> None:
+    """One warning when an open engine listens beyond this machine."""
+    if is_open(settings) and not is_loopback(settings.host):
+        log.warning(
+            "the engine is open on %s: anyone who reaches it may list, create and delete every "
+            "game; set ENGINE_OPERATOR_KEYS (and TLS) before exposing it (docs/security.md)",
+            address,
+        )
 
 
 def run(main: Coroutine[Any, Any, None], event_loop: str = "auto") -> None:
@@ -126,6 +165,7 @@ def build_store(settings: Settings, metrics: Metrics) -> CachingStore:
         retry_seconds=settings.redis_retry_seconds,
         wait_replicas=settings.redis_wait_replicas,
         wait_timeout_ms=settings.redis_wait_timeout_ms,
+        client=settings.redis_client,
     )
 
     def on_rollback(game_id: str, seen: str) -> None:
@@ -166,12 +206,18 @@ async def serve(
     server = aio.server(options=server_options(settings))
     listen = f"{settings.host}:{settings.grpc_port}"
     credentials = settings.server_credentials()  # TLS (mTLS with a client CA), or None
-    if credentials is None:
-        port = server.add_insecure_port(listen)
-    else:
-        port = server.add_secure_port(listen, credentials)
+    try:
+        if credentials is None:
+            port = server.add_insecure_port(listen)
+        else:
+            port = server.add_secure_port(listen, credentials)
+    except RuntimeError:  # gRPC says only "Failed to bind"; the settings were checked before
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen on {settings.host}:{settings.grpc_port}")
+        raise OSError(
+            f"cannot listen on {listen} (ENGINE_HOST, ENGINE_GRPC_PORT): is another process "
+            "using the port?"
+        )
     advertise = settings.advertise_address or f"127.0.0.1:{port}"
     ai_credentials = settings.ai_credentials()
     dispatcher = CredentialedDispatcher(
@@ -211,7 +257,13 @@ async def serve(
         reflection.aio.ReflectionServicer(names), guarded
     )
     if settings.metrics_port:
-        metrics.serve(settings.metrics_port, settings.host)
+        try:
+            metrics.serve(settings.metrics_port, settings.host)
+        except OSError as e:
+            raise OSError(
+                f"cannot serve metrics on {settings.host}:{settings.metrics_port} "
+                f"(ENGINE_METRICS_PORT): {e.strerror or e}"
+            ) from None
     await server.start()
     for name in ("", SERVICE):
         await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -230,14 +282,16 @@ async def serve(
     metrics_where = (
         f"metrics on :{settings.metrics_port}" if settings.metrics_port else "metrics off"
     )
+    log.info("%s", bots.describe_bots())
     if announce is not None:
         announce(address)
     else:
         print(
-            f"ascension-engine listening on {address} (store: {store.kind}, AI dispatch: "
-            f"{dispatcher.name}, {metrics_where}, rules: {rules.BUILD})",
+            f"ascension-engine listening on {address} ({exposure(settings)}; store: "
+            f"{store.kind}, AI dispatch: {dispatcher.name}, {metrics_where}, rules: {rules.BUILD})",
             flush=True,
         )
+        warn_if_exposed(settings, address)
     where = redacted(settings.redis_url) if settings.redis_url else "in process"
     waiting = asyncio.ensure_future(_wait_for_store(store, where, settings.store_startup_seconds))
     stopping = asyncio.ensure_future(stop.wait())

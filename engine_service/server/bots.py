@@ -1,7 +1,8 @@
 """Which bots an AI seat may name, and the limits of their settings.
 
 The names come from the ``ascension.bots`` entry-point group (the bot code is never imported
-here); when nothing is registered in this environment, the built-in names are accepted.
+here), read once, when the engine starts (it logs what it found); when nothing is registered
+in this environment, the built-in names are accepted.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
 
-BUILTIN_BOTS = ("random", "heuristic", "ismcts")
+GROUP = "ascension.bots"
+BUILTIN_BOTS = ("expert", "heuristic", "ismcts", "random")
 MAX_ITERATIONS = 1_000_000
 MAX_TIME_MS = 60_000
 SEARCH_BOTS = ("ismcts",)  # these need a budget: iterations or time
@@ -35,9 +37,41 @@ class BotConfig:
 
 
 @lru_cache(maxsize=1)
+def _scan() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(bot names, the distributions that provide them as "name version"), read once."""
+    names, providers = set(), set()
+    for ep in entry_points(group=GROUP):
+        names.add(ep.name)
+        dist = getattr(ep, "dist", None)
+        if dist is not None:
+            providers.add(f"{dist.name} {dist.version}")
+    return (tuple(sorted(names)) or BUILTIN_BOTS), tuple(sorted(providers))
+
+
 def registered_bots() -> tuple[str, ...]:
-    names = sorted({ep.name for ep in entry_points(group="ascension.bots")})
-    return tuple(names) if names else BUILTIN_BOTS
+    return _scan()[0]
+
+
+def where_bots_come_from() -> str:
+    providers = _scan()[1]
+    of = f"provided by {', '.join(providers)}" if providers else "which no package provides here"
+    return f"the entry-point group {GROUP!r} ({of})"
+
+
+def describe_bots() -> str:
+    """What the engine logs at start."""
+    return (
+        f"bots: {', '.join(registered_bots())}, from {where_bots_come_from()}; read at start: "
+        "restart to see bots installed or changed later"
+    )
+
+
+def unknown_bot_message(name: str) -> str:
+    return (
+        f"unknown bot {name!r}; registered bots: {', '.join(registered_bots())}. Bots are read "
+        f"when the engine and the workers start, from {where_bots_come_from()}: install the "
+        "bot's package where both run, then restart them"
+    )
 
 
 def check_bot(bot: BotConfig) -> list[tuple[str, str]]:
@@ -45,7 +79,7 @@ def check_bot(bot: BotConfig) -> list[tuple[str, str]]:
     problems = []
     names = registered_bots()
     if bot.name not in names:
-        problems.append(("name", f"unknown bot {bot.name!r}; registered bots: {', '.join(names)}"))
+        problems.append(("name", unknown_bot_message(bot.name)))
     if not 0 <= bot.iterations <= MAX_ITERATIONS:
         problems.append(("iterations", f"must be 0..{MAX_ITERATIONS}, got {bot.iterations}"))
     if not 0 <= bot.time_ms <= MAX_TIME_MS:

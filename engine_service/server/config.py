@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from engine_service import config_checks
 from engine_service.server import tokens
 from engine_service.server.analysis import AnalysisSettings
 from engine_service.server.auth import (
@@ -78,6 +80,13 @@ OPTIONS: tuple[Option, ...] = (
         "how long a commit waits for those replicas",
     ),
     Option(
+        "ENGINE_REDIS_CLIENT",
+        "redis_client",
+        str,
+        "hand",
+        "the store's Redis client: hand (its own connection layer) or redis-py",
+    ),
+    Option(
         "ENGINE_REDIS_RETRY_SECONDS",
         "redis_retry_seconds",
         float,
@@ -91,7 +100,13 @@ OPTIONS: tuple[Option, ...] = (
         0.0,
         "at start, how long to wait for the store (0 = as long as it takes)",
     ),
-    Option("ENGINE_HOST", "host", str, "0.0.0.0", "address to bind the gRPC port to"),
+    Option(
+        "ENGINE_HOST",
+        "host",
+        str,
+        "127.0.0.1",
+        "address the gRPC and metrics ports bind to (0.0.0.0: every interface)",
+    ),
     Option(
         "ENGINE_EVENT_LOOP",
         "event_loop",
@@ -245,8 +260,9 @@ class Settings:
     redis_wait_replicas: int = 0
     redis_wait_timeout_ms: int = 1000
     redis_retry_seconds: float = 5.0
+    redis_client: str = "hand"
     store_startup_seconds: float = 0.0
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
     event_loop: str = "auto"
     processes: int = 1
     grpc_port: int = 50051
@@ -383,6 +399,8 @@ class Settings:
             problems.append("ENGINE_METRICS_PORT must be 0..65535")
         if self.redis_mode not in ("standalone", "cluster"):
             problems.append("ENGINE_REDIS_MODE must be standalone or cluster")
+        if self.redis_client not in ("hand", "redis-py"):
+            problems.append("ENGINE_REDIS_CLIENT must be hand or redis-py")
         if self.redis_mode == "cluster" and not self.redis_url:
             problems.append("ENGINE_REDIS_MODE=cluster needs REDIS_URL (any node of the cluster)")
         if self.ai_dispatch not in ("auto", "celery", "local", "off"):
@@ -432,8 +450,56 @@ class Settings:
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             problems.append("LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
         problems.extend(self._security_problems())
+        if not problems:  # then what files, URLs and addresses hold (config_checks.py)
+            problems.extend(self._resource_problems())
         if problems:
             raise ValueError("; ".join(problems))
+
+    def _resource_problems(self) -> list[str]:
+        """What files, URLs and addresses hold, and limits its values alone do not show."""
+        out: list[str] = []
+        env_of = {o.attr: o.env for o in OPTIONS}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                out.append(f"{env_of[f.name]} must be a finite number")
+        grpc_int_max = config_checks.GRPC_INT_MAX
+        if self.max_message_bytes > grpc_int_max:
+            out.append(f"ENGINE_MAX_MESSAGE_BYTES must be at most {grpc_int_max}")
+        if self.max_pending_calls > grpc_int_max // 2:
+            out.append(f"ENGINE_MAX_PENDING_CALLS must be at most {grpc_int_max // 2}")
+        if self.metrics_port and self.metrics_port == self.grpc_port:
+            out.append("ENGINE_METRICS_PORT and ENGINE_GRPC_PORT must differ")
+        checks = [
+            config_checks.host_problem(self.host),
+            config_checks.advertise_problem(self.advertise_address)
+            if self.advertise_address
+            else None,
+            config_checks.redis_url_problem(self.redis_url, self.redis_mode)
+            if self.redis_url
+            else None,
+            config_checks.broker_url_problem(self.celery_broker_url)
+            if self.celery_broker_url
+            else None,
+            config_checks.local_target_problem(self.local_ai_target)
+            if self.dispatch_mode == "local"
+            else None,
+        ]
+        for prefix, cert, key in (
+            ("ENGINE_TLS", self.tls_cert_file, self.tls_key_file),
+            ("REDIS_TLS", self.redis_tls_cert_file, self.redis_tls_key_file),
+        ):
+            if cert and key:
+                checks.append(
+                    config_checks.key_pair_problem(f"{prefix}_CERT_FILE", cert, f"{prefix}_KEY_FILE", key)
+                )
+        for name, path in (
+            ("ENGINE_TLS_CLIENT_CA_FILE", self.tls_client_ca_file),
+            ("REDIS_TLS_CA_FILE", self.redis_tls_ca_file),
+        ):
+            if path:
+                checks.append(config_checks.certificates_problem(name, path))
+        return out + [c for c in checks if c]
 
     def _security_problems(self) -> list[str]:
         problems = []

@@ -1,5 +1,6 @@
 """Rules state -> protobuf messages. Hidden information stays hidden: a seat sees its own hand
-only, a spectator sees no hand; deck orders, the center deck and the Treasure Bag are counts."""
+only, a spectator sees no hand, but every view has the cards every seat knows to be in each
+hand (``hand_known``); deck orders, the center deck and the Treasure Bag are counts."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from engine_service.rules.state import (
 )
 from engine_service.rules.tables import default_tables
 from engine_service.rules.view import view_bytes
+from engine_service.server.fallbacks import Fallbacks
 from engine_service.server.meta import AI, GameMeta, Seat
 
 SPECTATOR = rules.SPECTATOR
@@ -154,7 +156,7 @@ def _fill_board(b: pb.Board, s: State, viewer: int) -> None:
         b.runes = s.runes
     if s.power:
         b.power = s.power
-    add_seat, coins = b.seats.add, s.coins
+    add_seat, coins, known = b.seats.add, s.coins, s.known
     for q in range(s.n):
         m = add_seat()
         m.seat = q
@@ -163,6 +165,8 @@ def _fill_board(b: pb.Board, s: State, viewer: int) -> None:
             if q == viewer:
                 m.hand.extend(hand)
             m.hand_count = len(hand)
+            if known[q]:
+                m.hand_known.extend(known[q])
         if deck:
             m.deck_count = len(deck)
         if discard:
@@ -214,21 +218,31 @@ def _seat_kind(s: Seat) -> pb.SeatInfo.Kind:
     return pb.SeatInfo.AI if s.kind == AI else pb.SeatInfo.HUMAN
 
 
-def _add_seat_info(out: Any, meta: GameMeta) -> None:
+def _add_seat_info(out: Any, meta: GameMeta, fallbacks: Fallbacks | None = None) -> None:
     add = out.add
     for i, s in enumerate(meta.seats):
-        add(
+        info = add(
             seat=i,
             kind=_seat_kind(s),
             name=s.name,
             bot_name=s.bot.name if s.bot is not None else "",
         )
+        f = fallbacks.get(i) if fallbacks else None
+        if f is not None:
+            info.fallback_moves = f.count
+            info.last_fallback_reason = f.reason
+            info.last_fallback_version = f.version
 
 
-def _seat_info_wire(meta: GameMeta) -> bytes:
+def _seat_info_wire(meta: GameMeta, fallbacks: Fallbacks | None = None) -> bytes:
     """A view's seat info as wire bytes (elements of GameView.seat_info), made once per game's
     metadata: parsed into each view for a tenth of the cost of adding them (some 20,000
-    instructions for two seats: 3,700 a message added, 700 a field set)."""
+    instructions for two seats: 3,700 a message added, 700 a field set). With AI seats'
+    fallback moves (rare: a failing bot), made for each view."""
+    if fallbacks:
+        v = pb.GameView()
+        _add_seat_info(v.seat_info, meta, fallbacks)
+        return v.SerializeToString()
     raw: bytes | None = meta.derived.get("seat_info")
     if raw is None:
         v = pb.GameView()
@@ -237,16 +251,10 @@ def _seat_info_wire(meta: GameMeta) -> bytes:
     return raw
 
 
-def seat_info(meta: GameMeta) -> list[pb.SeatInfo]:
-    return [
-        pb.SeatInfo(
-            seat=i,
-            kind=_seat_kind(s),
-            name=s.name,
-            bot_name=s.bot.name if s.bot is not None else "",
-        )
-        for i, s in enumerate(meta.seats)
-    ]
+def seat_info(meta: GameMeta, fallbacks: Fallbacks | None = None) -> list[pb.SeatInfo]:
+    v = pb.GameView()
+    _add_seat_info(v.seat_info, meta, fallbacks)
+    return list(v.seat_info)
 
 
 def scores(s: State) -> list[pb.Score]:
@@ -275,9 +283,11 @@ def fill_game_view(
     meta: GameMeta,
     seat: int,
     legal: Sequence[int] | None = None,
+    fallbacks: Fallbacks | None = None,
 ) -> None:
     """Fill the empty view ``v`` (e.g. a response's field: no copy) with what ``seat`` sees
-    (``legal``: as for ``add_legal_actions``)."""
+    (``legal``: as for ``add_legal_actions``; ``fallbacks``: the AI seats', for their seat
+    info)."""
     v.game_id = game_id
     v.version = version
     v.seat = seat
@@ -285,7 +295,7 @@ def fill_game_view(
     v.over = s.over
     add_legal_actions(v.legal_actions, s, seat, legal)
     _fill_board(v.board, s, seat)
-    v.MergeFromString(_seat_info_wire(meta))
+    v.MergeFromString(_seat_info_wire(meta, fallbacks))
     v.sets = meta.sets
     v.players = s.n
     v.winner = rules.winner(s) if s.over else -1
@@ -295,9 +305,16 @@ def fill_game_view(
         v.scores.extend(scores(s))
 
 
-def game_view(game_id: str, version: int, s: State, meta: GameMeta, seat: int) -> pb.GameView:
+def game_view(
+    game_id: str,
+    version: int,
+    s: State,
+    meta: GameMeta,
+    seat: int,
+    fallbacks: Fallbacks | None = None,
+) -> pb.GameView:
     v = pb.GameView()
-    fill_game_view(v, game_id, version, s, meta, seat)
+    fill_game_view(v, game_id, version, s, meta, seat, None, fallbacks)
     return v
 
 

@@ -70,6 +70,18 @@ def describe(payload: Payload) -> str:
     return repr({**shown, "bot": name})
 
 
+def trace_attributes(payload: Payload) -> dict[str, str | int]:
+    """The move's span attributes (telemetry.new_trace): never the token."""
+    bot = payload.get("bot")
+    return {
+        "ascension.game_id": str(payload["game_id"]),
+        "ascension.seat": int(payload["seat"]),
+        "ascension.version": int(payload["version"]),
+        "ascension.attempt": int(payload.get("attempt", 1)),
+        "ascension.bot": str(bot.get("name", "") if isinstance(bot, dict) else bot or ""),
+    }
+
+
 def describe_analysis(payload: Payload) -> str:
     """An analysis payload as task headers and logs may show it: no token, no view."""
     return repr({k: payload[k] for k in ("analysis_id", "game_id", "seat", "version") if k in payload})

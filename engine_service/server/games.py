@@ -17,12 +17,12 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from engine_service import rules
+from engine_service import rules, telemetry
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules import actions as A
-from engine_service.server import convert, errors, history, tokens, validate
-from engine_service.server.dispatch import Dispatcher
+from engine_service.server import convert, errors, fallbacks, history, tokens, validate
+from engine_service.server.dispatch import Dispatcher, trace_attributes
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
 from engine_service.server.limits import LogLimiter
@@ -99,11 +99,19 @@ class Games:
         if s is not None:
             return s
         try:
-            s = rules.deserialize(rec.state)
-        except rules.SerializationError as e:
+            s = rules.deserialize(fallbacks.split(rec.state)[0])
+        except (rules.SerializationError, fallbacks.DamagedRecord) as e:
             raise errors.unreadable_game(rec.game_id, str(e)) from e
         self.states.put(rec.game_id, rec.commit_id, s)
         return s
+
+    @staticmethod
+    def _fallbacks(rec: GameRecord) -> fallbacks.Fallbacks:
+        """The AI seats' fallback moves, stored with the record's state."""
+        try:
+            return fallbacks.split(rec.state)[1]
+        except fallbacks.DamagedRecord as e:
+            raise errors.unreadable_game(rec.game_id, str(e)) from e
 
     def _seat(
         self, token: str, meta: GameMeta, game_id: str, version: int, *, required: bool
@@ -158,7 +166,8 @@ class Games:
         if payload is None:
             return
         try:
-            await self.dispatcher.dispatch(payload)
+            with telemetry.new_trace("ascension.ai_move", trace_attributes(payload)):
+                await self.dispatcher.dispatch(payload)
         except Exception:
             return  # logged by the dispatcher; the sweeper sends it again
         self.metrics.ai_enqueued.labels("turn").inc()
@@ -226,7 +235,8 @@ class Games:
         validate.token(token)
         rec, meta = await self._load(game_id)
         seat = self._seat(token, meta, game_id, rec.version, required=False)
-        v = convert.game_view(game_id, rec.version, self._state(rec), meta, seat)
+        state = self._state(rec)
+        v = convert.game_view(game_id, rec.version, state, meta, seat, self._fallbacks(rec))
         v.commit_id = rec.commit_id
         return v
 
@@ -278,7 +288,9 @@ class Games:
             resp.update.game_id, resp.update.version = game_id, prior.version
         state = self._state(rec)
         viewer = self._viewer(seat, held, state.to_move())
-        convert.fill_game_view(resp.view, game_id, rec.version, state, meta, viewer)
+        convert.fill_game_view(
+            resp.view, game_id, rec.version, state, meta, viewer, None, self._fallbacks(rec)
+        )
         resp.view.commit_id = rec.commit_id
         return resp
 
@@ -314,6 +326,12 @@ class Games:
         self, req: epb.SubmitActionRequest, rec: GameRecord, meta: GameMeta
     ) -> epb.SubmitActionResponse:
         seat = self._seat(req.token, meta, req.game_id, req.expected_version, required=True)
+        if req.fallback_reason and not meta.is_ai(seat):
+            raise invalid(
+                "fallback_reason",
+                f"seat {seat} is not an AI seat: only the workers playing an AI seat report "
+                "fallback moves",
+            )
         held = self._held(req, meta, seat) if req.seat_tokens else ()
         stale = rec.version != req.expected_version
         if stale or (req.expected_commit_id and req.expected_commit_id != rec.commit_id):
@@ -378,13 +396,16 @@ class Games:
         now = time.time()
         nxt = s.to_move()
         payload = self._ai_payload(game_id, meta, nxt, version, now) if meta.is_ai(nxt) else None
+        seats_fallbacks = self._fallbacks(rec)
+        if req.fallback_reason:
+            seats_fallbacks = fallbacks.add(seats_fallbacks, seat, version, req.fallback_reason)
         res = await self.store.commit(
             Commit(
                 game_id=game_id,
                 expected_version=rec.version,
                 expected_commit_id=rec.commit_id,
                 commit_id=commit_id,
-                state=rules.serialize(s),
+                state=fallbacks.join(rules.serialize(s), seats_fallbacks),
                 update=upd.SerializeToString(),
                 seat=seat,
                 action=action,
@@ -416,7 +437,9 @@ class Games:
         if req.view_detail == epb.VIEW_DETAIL_LEGAL_ACTIONS:
             convert.fill_light_view(resp.view, game_id, version, s, viewer, legal)
         else:
-            convert.fill_game_view(resp.view, game_id, version, s, meta, viewer, legal)
+            convert.fill_game_view(
+                resp.view, game_id, version, s, meta, viewer, legal, seats_fallbacks
+            )
         resp.view.commit_id = commit_id
         return resp
 
@@ -487,7 +510,7 @@ class Games:
             version=rec.version,
             scores=convert.scores(s),
             winner=rules.winner(s),
-            seats=convert.seat_info(meta),
+            seats=convert.seat_info(meta, self._fallbacks(rec)),
         )
 
     async def delete(self, game_id: str, admin_token: str, *, operator: bool = False) -> None:

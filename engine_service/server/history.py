@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from engine_service import rules
 from engine_service.api.ascension.v1 import game_pb2 as pb
-from engine_service.server import convert
+from engine_service.server import convert, fallbacks
 from engine_service.server.meta import GameMeta
 from engine_service.store import (
     GameRecord,
@@ -129,7 +129,8 @@ class History:
                 replay.updates.append(_untimed(u))
                 replay.entries.append((seat, action))
                 replay.commit_ids.append(u.commit_id)
-            same = s == rules.deserialize(rec.state)  # (field by field: not the bytes)
+            stored = rules.deserialize(fallbacks.split(rec.state)[0])
+            same = s == stored  # (field by field: not the bytes)
         except (rules.RulesError, ValueError, KeyError, IndexError) as e:
             log.warning("game %s: its log does not replay (%s): no history to rebuild", game_id, e)
             return None

@@ -139,7 +139,15 @@ class _Parent:
         if s.metrics_port:
             from engine_service.server.metrics import merged_registry, serve_registry
 
-            serve_registry(merged_registry(self.metrics_dir, self.alive), s.metrics_port, s.host)
+            try:
+                serve_registry(
+                    merged_registry(self.metrics_dir, self.alive), s.metrics_port, s.host
+                )
+            except OSError as e:
+                raise OSError(
+                    f"cannot serve metrics on {s.host}:{s.metrics_port} (ENGINE_METRICS_PORT): "
+                    f"{e.strerror or e}"
+                ) from None
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self.on_signal)
         ctx = multiprocessing.get_context("spawn")
@@ -180,15 +188,18 @@ class _Parent:
         return self.code
 
     def _listening(self, address: str, held: socket.socket | None) -> None:
+        from engine_service.server.app import exposure, warn_if_exposed
+
         if held is not None:
             held.close()
         s = self.settings
         metrics_where = f"metrics on :{s.metrics_port}" if s.metrics_port else "metrics off"
         print(
-            f"ascension-engine listening on {address} ({s.processes} processes, store: redis, "
-            f"AI dispatch: {s.dispatch_mode}, {metrics_where}, rules: {rules.BUILD})",
+            f"ascension-engine listening on {address} ({exposure(s)}; {s.processes} processes, "
+            f"store: redis, AI dispatch: {s.dispatch_mode}, {metrics_where}, rules: {rules.BUILD})",
             flush=True,
         )
+        warn_if_exposed(s, address)
 
     def _exited(self, index: int) -> None:
         from prometheus_client import multiprocess

@@ -10,8 +10,8 @@ dispatched ``max_dispatches`` times and still unanswered after the stall time is
 the engine itself (the backstop for bots and workers that never answer): the first legal
 action of the AI seat, which is ending the turn or declining where that is allowed, submitted
 through ``Games.submit`` with a credential minted for that move (the engine never imports
-bot code),
-counted (``ascension_ai_fallback_moves_total``) and logged at WARNING.
+bot code), counted (``ascension_ai_fallback_moves_total``), logged at WARNING and stored with
+the game as the seat's fallback move (reason ``unanswered``).
 """
 
 from __future__ import annotations
@@ -23,14 +23,16 @@ import logging
 import time
 from typing import Any, Protocol
 
+from engine_service import telemetry
 from engine_service.api.ascension.v1 import engine_pb2 as epb
-from engine_service.server.dispatch import Dispatcher
+from engine_service.server.dispatch import Dispatcher, trace_attributes
 from engine_service.server.errors import Code, ServiceError
 from engine_service.server.metrics import Metrics
 from engine_service.server.tokens import AiCredentials
 from engine_service.store import PendingAI, Store, StoreError
 
 log = logging.getLogger("ascension.engine.sweeper")
+UNANSWERED = "unanswered"  # the reason of the engine's own fallback moves (SeatInfo)
 GAUGE_SECONDS = 5.0
 BATCH = 200
 
@@ -110,7 +112,8 @@ class Sweeper:
                 now - p.first_enqueued,
             )
             try:
-                await self.dispatcher.dispatch(payload)
+                with telemetry.new_trace("ascension.ai_move", trace_attributes(payload)):
+                    await self.dispatcher.dispatch(payload)
             except Exception:
                 continue
             self.metrics.ai_enqueued.labels("sweep").inc()
@@ -135,6 +138,7 @@ class Sweeper:
                     action=action.id,
                     idempotency_key=fallback_key(p.game_id, seat, p.version),
                     view_detail=epb.VIEW_DETAIL_LEGAL_ACTIONS,
+                    fallback_reason=f"{UNANSWERED}: no worker answered in {attempts} dispatches",
                 )
             )
         except ServiceError as e:

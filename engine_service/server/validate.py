@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import math
 
+from engine_service import names
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules.config import SET_CHOICES
 from engine_service.server.bots import BotConfig, check_bot
 from engine_service.server.errors import invalid
+from engine_service.server.fallbacks import MAX_REASON
 from engine_service.server.ids import valid_game_id
 from engine_service.server.meta import AI, HUMAN, Seat
 
-MAX_NAME = 64
 MAX_TOKEN = 256
 MAX_IDEMPOTENCY_KEY = 128
 MAX_PAGE_SIZE = 500
@@ -53,8 +54,9 @@ def seats(req: epb.CreateGameRequest) -> tuple[Seat, ...]:
         where = f"seats[{i}]"
         if s.kind not in (pb.SeatInfo.KIND_UNSPECIFIED, pb.SeatInfo.HUMAN, pb.SeatInfo.AI):
             raise invalid(f"{where}.kind", f"unknown seat kind {s.kind}")
-        if len(s.name) > MAX_NAME or any(ord(c) < 32 for c in s.name):
-            raise invalid(f"{where}.name", f"at most {MAX_NAME} printable characters")
+        bad_name = names.problem(s.name) if s.name else None
+        if bad_name:
+            raise invalid(f"{where}.name", bad_name)
         name = s.name or f"Seat {i + 1}"
         if s.kind == pb.SeatInfo.AI:
             if not s.HasField("bot"):
@@ -101,6 +103,10 @@ def submit(req: epb.SubmitActionRequest) -> None:
         )
     for i, t in enumerate(req.seat_tokens):
         token(t, f"seat_tokens[{i}]")
+    if len(req.fallback_reason) > MAX_REASON or not req.fallback_reason.isprintable():
+        raise invalid(
+            "fallback_reason", f"at most {MAX_REASON} printable characters, on one line"
+        )
 
 
 def page_size(value: int) -> int:

@@ -34,9 +34,11 @@ def open_store(
     retry_seconds: float = 5.0,
     wait_replicas: int = 0,
     wait_timeout_ms: int = 1000,
+    client: str = "hand",
 ) -> Store:
     """A Redis store for a ``redis://`` (or ``rediss://``, ``unix://``) URL, else in process.
-    ``mode="cluster"``: the URL names any node of a Redis Cluster."""
+    ``mode="cluster"``: the URL names any node of a Redis Cluster; ``client``: the Redis
+    client library (see engine_service/store/redis/connection.py)."""
     if not redis_url:
         return MemoryStore(settings)
     from engine_service.store.redis_store import RedisStore
@@ -49,6 +51,7 @@ def open_store(
         retry_seconds=retry_seconds,
         wait_replicas=wait_replicas,
         wait_timeout_ms=wait_timeout_ms,
+        client=client,
     )
 
 

@@ -12,7 +12,8 @@ benchmarks/bad_bots.py. They are registered like any separately installed packag
 - ``chatty`` prints on stdout before answering legally (it must not break the protocol);
 - ``slow-load`` never finishes loading (its constructor hangs);
 - ``snoop`` answers its last legal action when it can see the broker URL or a secret in its
-  environment, its first otherwise.
+  environment, its first otherwise;
+- ``raiser`` raises on every decision (a bug: the game goes on with fallback moves).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ ENTRY_POINTS = {
     "chatty": "tests.ai.bad_bots:Chatty",
     "slow-load": "tests.ai.bad_bots:SlowLoad",
     "snoop": "tests.ai.bad_bots:Snoop",
+    "raiser": "tests.ai.bad_bots:Raiser",
 }
 
 
@@ -88,6 +90,11 @@ class Snoop:
     def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
         seen = [k for k in os.environ if "BROKER" in k or "PASSWORD" in k or "KEY" in k]
         return legal[-1] if seen else legal[0]
+
+
+class Raiser:
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
+        raise ValueError(f"a bug, on a hand of {view.state.hands[view.seat]}")
 
 
 def install_entry_points(directory: Path, entries: dict[str, str] | None = None) -> Path:

@@ -207,7 +207,7 @@ def test_a_scripted_client_against_an_ai_seat(engine: support.Engine, worker: Wo
     assert mine > 20 and view.version - 1 - mine > 20  # both seats played their part
 
 
-def test_worker_check_is_a_liveness_probe(worker: Worker) -> None:
+def test_worker_check_pings_the_worker_through_the_broker(worker: Worker) -> None:
     ok = worker.check()
     assert ok.returncode == 0, ok.stderr
     assert "pong" in ok.stdout

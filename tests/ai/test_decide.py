@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from ai_workers import decide as D
 from ai_workers.bots import BotSettings, registry
+from ai_workers.bots import decide as D
 from ai_workers.bots.knowledge import knowledge
 from ai_workers.bots.policy import best_action
 from engine_service import rules
@@ -47,9 +47,9 @@ def position() -> tuple[rules.View, list[int]]:
 @pytest.mark.parametrize(
     ("bot", "reason"),
     [
-        (Raises(), "raised RuntimeError"),
-        (Illegal(), "illegal action"),
-        (NotAnInt(), "illegal action"),
+        (Raises(), "bot_raised: RuntimeError"),
+        (Illegal(), "illegal_action"),
+        (NotAnInt(), "illegal_action"),
     ],
 )
 def test_a_failing_bot_is_replaced_by_the_fallback(
@@ -63,7 +63,7 @@ def test_a_failing_bot_is_replaced_by_the_fallback(
     monkeypatch.setitem(registry._cache, "flaky", bot)
     with caplog.at_level(logging.ERROR, logger="ascension.worker.decide"):
         d = D.decide(view, legal, BotSettings(name="flaky"))
-    assert d.fallback == reason
+    assert d.fallback_text == reason  # (never the exception's message: players see this)
     assert d.action in legal
     assert d.action == best_action(view.state, legal, knowledge(view.state.T))
     assert "flaky" in caplog.text and "fallback" in caplog.text
@@ -72,9 +72,46 @@ def test_a_failing_bot_is_replaced_by_the_fallback(
 def test_unknown_bot_and_missing_view_fall_back(position: tuple[rules.View, list[int]]) -> None:
     view, legal = position
     d = D.decide(view, legal, BotSettings(name="not-installed"))
-    assert d.fallback == "raised UnknownBotError" and d.action in legal
+    assert d.fallback == D.LOAD_FAILED and d.action in legal
+    assert d.detail.startswith("UnknownBotError: unknown bot 'not-installed'")
     d = D.decide(None, legal, BotSettings(name="heuristic"))
-    assert d.fallback == "no rules view" and d.action == legal[0]
+    assert d.fallback == D.NO_RULES_VIEW and d.action == legal[0]
+
+
+class RaisesHere:
+    """Raises at one line, or at another on odd calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
+        self.calls += 1
+        if self.calls % 2:
+            raise KeyError("first place")
+        raise ValueError("second place")
+
+
+def test_a_repeated_traceback_is_logged_once_then_counted(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    position: tuple[rules.View, list[int]],
+) -> None:
+    view, legal = position
+    now = [1000.0]
+    monkeypatch.setattr(D, "_repeats", D._Repeats(clock=lambda: now[0]))
+    monkeypatch.setitem(registry._cache, "raiser", RaisesHere())
+    with caplog.at_level(logging.ERROR, logger="ascension.worker.decide"):
+        for _ in range(10):  # within a minute: two tracebacks, one per place it raised
+            assert D.decide(view, legal, BotSettings(name="raiser")).fallback == D.BOT_RAISED
+        assert [r.exc_info is not None for r in caplog.records] == [True, True]
+        assert "the same failure again is counted" in caplog.records[0].getMessage()
+        now[0] += D.REPEAT_LOG_SECONDS
+        D.decide(view, legal, BotSettings(name="raiser"))  # a KeyError: summed up, no traceback
+    last = caplog.records[-1]
+    assert len(caplog.records) == 3 and last.exc_info is None
+    assert "raised KeyError at " in last.getMessage() and "again, 5 time(s) in the last 60s" in (
+        last.getMessage()
+    )
 
 
 def test_the_bot_gets_a_copy_of_the_legal_actions(

@@ -27,10 +27,12 @@ def reshuffle_hidden(s: State, seat: int, seed: int) -> State:
         if q == seat:
             rnd.shuffle(t.decks[q])
             continue
-        pool = t.hands[q] + t.decks[q]
+        pool = t.hands[q] + t.decks[q]  # but the cards every seat knows to be in the hand
+        for c in t.known[q]:
+            pool.remove(c)
         rnd.shuffle(pool)
-        k = len(t.hands[q])
-        t.hands[q], t.decks[q] = pool[:k], pool[k:]
+        k = len(t.hands[q]) - len(t.known[q])
+        t.hands[q], t.decks[q] = t.known[q] + pool[:k], pool[k:]
     rnd.shuffle(t.center_deck)
     rnd.shuffle(t.bag)
     t.rng = rnd.getrandbits(63) | 1
@@ -136,3 +138,16 @@ def test_a_seeded_search_is_the_same_in_every_process() -> None:
                               capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
         runs.append(done.stdout)
     assert runs[0] and runs[0] == runs[1] == runs[2]
+
+
+def test_the_searchs_samples_keep_the_cards_known_to_be_in_a_hand() -> None:
+    """The raider's samples hold the card the victim revealed to prevent the Raid (it went
+    back to the victim's hand), every time; without the knowledge, only now and then."""
+    from ai_workers.bots.sampling import sample, without_hand_knowledge
+    from tests.rules.test_public_knowledge import BOTH, raided
+
+    s = raided("hais_waveblade", BOTH)
+    waveblade, view = s.T.catalog.id("hais_waveblade"), rules.view(s, 0)
+    assert all(waveblade in sample(view, k).hands[1] for k in range(50))
+    forgot = [waveblade in sample(without_hand_knowledge(view), k).hands[1] for k in range(50)]
+    assert any(forgot) and not all(forgot)

@@ -28,12 +28,25 @@ def test_builtins_and_the_example_plugin_load_by_name() -> None:
     assert registry.load_bot("ismcts") is registry.load_bot("ismcts")  # one per process
 
 
-def test_unknown_bot() -> None:
-    with pytest.raises(registry.UnknownBotError, match="unknown bot 'nope'; installed bots: "):
+def test_unknown_bot_says_when_and_where_bots_are_read() -> None:
+    with pytest.raises(registry.UnknownBotError) as e:
         registry.load_bot("nope")
+    message = str(e.value)
+    assert message.startswith("unknown bot 'nope'; installed bots: expert, greedy-honor, ")
+    assert "read when the engine and the workers start" in message and "restart" in message
+    # where it looked: the group, and the distribution that provides it here (this project)
+    assert "'ascension.bots' (provided by ascension-engine " in message
 
 
-def test_builtins_without_package_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def rescan() -> Any:
+    """The entry points are read once per process: read them again around a test."""
+    registry._scan.cache_clear()
+    yield
+    registry._scan.cache_clear()
+
+
+def test_builtins_without_package_metadata(monkeypatch: pytest.MonkeyPatch, rescan: Any) -> None:
     def broken(**_: Any) -> Any:
         raise RuntimeError("no metadata")
 

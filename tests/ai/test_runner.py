@@ -10,8 +10,8 @@ from typing import Any
 import grpc  # type: ignore[import-untyped]
 import pytest
 
-from ai_workers import decide, engine_client, runner
-from ai_workers.bots import BotSettings, registry
+from ai_workers import engine_client, runner
+from ai_workers.bots import BotSettings, decide, registry
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from ai_workers.bots.registry import validate_bot_settings
 from ai_workers.bots.settings import (
     DEFAULT_TIME_MS,
     MAX_TIME_MS,
     BotSettings,
     BotSettingsError,
-    validate_bot_settings,
 )
 from ai_workers.runner import _settings
 

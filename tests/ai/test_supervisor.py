@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from ai_workers import decide as D
 from ai_workers import supervisor
 from ai_workers.bots import BotSettings
+from ai_workers.bots.decide import LOAD_FAILED
 from ai_workers.bots.knowledge import knowledge
 from ai_workers.bots.policy import best_action
 from engine_service import rules
@@ -115,7 +115,7 @@ def test_an_unknown_bot_fails_to_load_without_killing_the_host(
     _view, raw, legal = position
     with pytest.raises(supervisor.BotFailed) as e:
         host.choose(settings("no-such-bot"), raw, legal, 10.0)
-    assert e.value.reason == supervisor.LOAD_FAILED and "UnknownBotError" in e.value.detail
+    assert e.value.reason == LOAD_FAILED and "UnknownBotError" in e.value.detail
     assert host.pid is not None and host.started == 1
 
 
@@ -136,7 +136,9 @@ def test_supervised_decide_plays_the_heuristic_fallback_and_warns(
     view, raw, legal = position
     s = BotSettings(name="sleeper", time_ms=300, seed=1)
     with caplog.at_level(logging.WARNING, logger="ascension.worker.decide"):
-        d = D.supervised_decide(view, raw, legal, s, host, grace=0.5, where="game g seat 0 v9")
+        d = supervisor.supervised_decide(
+            view, raw, legal, s, host, grace=0.5, where="game g seat 0 v9"
+        )
     assert d.fallback == supervisor.DEADLINE
     assert d.action == best_action(view.state, legal, knowledge(view.state.T))
     assert d.seconds < 0.8 + SLACK

@@ -9,8 +9,11 @@ from ai_workers.bots.settings import MAX_TIME_MS
 
 
 def test_task_is_registered_by_name_with_late_acks_bounded_retries_and_time_limits() -> None:
-    from ai_workers.celery_app import app
+    from ai_workers.celery_app import TASK_MODULES, app
     from ai_workers.engine_client import TransientEngineError
+
+    assert app.conf.include == TASK_MODULES  # what a worker imports as it starts
+    app.loader.import_default_modules()
 
     task = app.tasks[config.TASK_NAME]
     assert config.TASK_NAME == "ascension.choose_move" and config.QUEUE == "ascension.moves"
@@ -66,6 +69,7 @@ def test_bad_bot_settings_and_slots_per_bot() -> None:
         ({"WORKER_BOT_LOAD_SECONDS": "soon"}, "WORKER_BOT_LOAD_SECONDS='soon' is not a number"),
         ({"WORKER_SLOTS_PER_BOT": "-1"}, "WORKER_SLOTS_PER_BOT must be 0"),
         ({"WORKER_BOT_QUARANTINE_FAILURES": "-2"}, "WORKER_BOT_QUARANTINE_FAILURES must be 0"),
+        ({"CELERY_BROKER_URL": "http://:pw@mq:5672"}, "CELERY_BROKER_URL: http:// is not a Celery broker"),
     ],
 )
 def test_bad_settings_are_named(env: dict[str, str], message: str) -> None:
@@ -88,6 +92,19 @@ def test_check_fails_without_a_worker(
 ) -> None:
     monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")  # nothing listens there
     assert cli.main(["check", "--timeout", "0.5"]) == 1
+
+
+def test_check_without_a_broker_setting_says_so_and_probes_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in config.BROKER_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    pinged: list[object] = []
+    monkeypatch.setattr("celery.app.control.Control.ping", lambda *a, **k: pinged.append(a))
+    assert cli.main(["check", "--timeout", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "no broker set (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE)" in err
+    assert "check --local" in err and not pinged
 
 
 def test_log_lines_never_show_a_token(caplog: pytest.LogCaptureFixture) -> None:
@@ -127,3 +144,20 @@ def test_describe_shows_the_move_not_the_token() -> None:
     for text in (runner.describe(payload), dispatch.describe(payload)):
         assert "s3cr3t" not in text and "g1" in text and "ismcts" in text and "7" in text
     assert dispatch.task_id(payload) == "g1:7:2"
+
+
+def test_a_bad_broker_url_stops_the_worker_with_exit_2() -> None:
+    """The real `ascension-worker run`: one line naming the variable, not kombu's traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("ascension-worker")), "run"],
+        env={**os.environ, "CELERY_BROKER_URL": "http://:secret-pw@mq:5672", "WORKER_METRICS_PORT": "0"},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-2000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert "CELERY_BROKER_URL" in line and "secret-pw" not in line, line

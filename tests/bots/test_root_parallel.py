@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from ai_workers.bots import BotSettings
-from ai_workers.bots.ismcts import ISMCTSBot, SearchOptions, search
-from ai_workers.bots.root_parallel import _share_settings, parallel_search, shutdown
+from ai_workers.bots.ismcts import ISMCTSBot, SearchOptions, parallel_search, search
+from ai_workers.bots.root_parallel import _share_settings, shutdown
 from engine_service import rules
 from tests.ai.positions import mid_game_states
 

@@ -81,6 +81,26 @@ def test_board_shows_ships_ghost_coin_kraken_and_treasure() -> None:
     assert "Bo (ismcts)" in text and "Cy (heuristic)" in text
 
 
+def test_an_opponents_known_cards_are_shown_with_its_hand_size() -> None:
+    s, log = _play("ss", 2, 0, 5)
+    waveblade = CAT.find("hais_waveblade").id  # type: ignore[union-attr]
+    s.hands[1][0] = waveblade
+    s.known[1] = [waveblade]  # as after revealing it to prevent a Raid
+    text = _draw(view_of(s, 0), log, 0, 120, 40)
+    line = next(ln for ln in text.splitlines() if "known in hand" in ln)
+    assert "Seat 2" in line and "Hai's Waveblade" in line.split("known in hand")[1]
+    assert "known in hand" not in _draw(view_of(s, 1), log, 1, 120, 40)  # (its own hand shows)
+
+
+def test_an_ai_seats_fallback_moves_are_shown() -> None:
+    s, log = _play("ss", 2, 30, 5)
+    view = view_of(s, 0, names=["Ann", "Bo"], bots=["", "mybot"])
+    assert "fallback" not in _draw(view, log, 0, 100, 40)
+    view.seat_info[1].fallback_moves = 3
+    view.seat_info[1].last_fallback_reason = "bot_raised: ValueError"
+    assert "3 fallback moves (latest: bot_raised: ValueError)" in _draw(view, log, 0, 100, 40)
+
+
 def test_wide_screen_shows_card_texts() -> None:
     s, log = _play("ss", 2, 10, 6)
     me = s.to_move()

@@ -16,9 +16,10 @@ from clients.terminal.play import PlaySession
 
 @pytest.fixture(scope="module")
 def broken_engine() -> Iterator[EmbeddedEngine]:
-    """An engine whose AI seats are handed to a function that does not exist."""
+    """An engine whose AI seats are handed to a function that does not exist (in a module that
+    does: the engine refuses to start with a target module that is not installed)."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("ENGINE_LOCAL_AI_TARGET", "no_such_module_for_tests:play_move")
+    mp.setenv("ENGINE_LOCAL_AI_TARGET", "json:no_such_function_for_tests")
     try:
         with EmbeddedEngine() as engine:
             yield engine
@@ -41,7 +42,7 @@ def test_play_says_why_a_bot_does_not_move(broken_engine: EmbeddedEngine) -> Non
             session.run()
     text = console.export_text()
     assert "No move from Seat 2 (random) for 4 s." in text
-    assert "no_such_module_for_tests" in text  # the engine's own words about the failure
+    assert "no_such_function_for_tests" in text  # the engine's own words about the failure
 
 
 def test_bots_runner_gives_up_on_a_stalled_game(broken_engine: EmbeddedEngine) -> None:

@@ -30,10 +30,15 @@ DEPLOY = REPO / "deploy"
 CHART_DIR = DEPLOY / "helm" / "ascension-engine"
 KUBE_VERSION = "1.30.0"
 
-# gRPC status codes that mean the server failed (the error-rate alert counts these only).
-# Everything else the engine answers is the caller's outcome: illegal moves, lost races,
-# unknown games, cancelled calls and passed deadlines (recorded as CANCELLED).
-SERVER_SIDE_CODES = frozenset({"INTERNAL", "UNAVAILABLE"})
+# gRPC status codes of a unary call that failed on the server's side (the error-rate and
+# availability alerts count these; WatchGame streams are left out): the server broke
+# (INTERNAL, UNAVAILABLE, DATA_LOSS), an analysis found no worker (DEADLINE_EXCEEDED), or the
+# caller gave up (CANCELLED: mostly its deadline passing while the engine was slow).
+# Everything else is the caller's outcome: illegal moves, lost races, unknown games, refusals
+# by limits or credentials.
+SERVER_SIDE_CODES = frozenset(
+    {"INTERNAL", "UNAVAILABLE", "DATA_LOSS", "DEADLINE_EXCEEDED", "CANCELLED"}
+)
 
 
 @dataclass(frozen=True)
@@ -174,7 +179,9 @@ class Contract:
 
 # Series the rules and the dashboard read that are not the project's own metrics: the
 # scraper's `up`, the process collectors of engine and worker (prometheus_client), the
-# worker's pool collector, and the Redis exporter's memory gauges (job ascension-redis).
+# worker's pool collector, the Redis exporter's (job ascension-redis: up, memory,
+# persistence, replication, the length of the ascension.moves list), and the settings the
+# rules record themselves (RECORDED_SERIES).
 EXTERNAL_SERIES: dict[str, frozenset[str]] = {
     "up": frozenset(),
     "process_cpu_seconds_total": frozenset(),
@@ -187,7 +194,22 @@ EXTERNAL_SERIES: dict[str, frozenset[str]] = {
     "ascension_worker_pool_processes": frozenset(),
     "redis_memory_used_bytes": frozenset(),
     "redis_memory_max_bytes": frozenset(),
+    "redis_up": frozenset(),
+    "redis_rdb_last_bgsave_status": frozenset(),
+    "redis_aof_last_write_status": frozenset(),
+    "redis_aof_last_bgrewrite_status": frozenset(),
+    "redis_master_link_up": frozenset({"master_host", "master_port"}),
+    "redis_connected_slaves": frozenset(),
+    "redis_key_size": frozenset({"db", "key"}),
 }
+# The settings the group ascension-settings records per namespace (compose's alerts.yaml, or
+# the chart's PrometheusRule from its values), with their labels.
+RECORDED_SERIES: dict[str, frozenset[str]] = {
+    "ascension:slo_objective:ratio": frozenset({"slo"}),
+    "ascension:slo_latency_threshold:seconds": frozenset({"le"}),
+    "ascension:max_live_games": frozenset(),
+}
+EXTERNAL_SERIES.update(RECORDED_SERIES)
 
 CONTRACT = Contract(
     commands={
@@ -226,6 +248,11 @@ DEPLOYED_ENGINE_ENV = frozenset(
         "ENGINE_SHUTDOWN_GRACE_SECONDS",
         # One key for every replica (else a worker's submit to another replica is refused).
         "ENGINE_AI_TOKEN_KEYS",
+        # Every interface of the container (the server's own default is loopback only).
+        "ENGINE_HOST",
+        # Per-peer rate limits, on (the server's default is off).
+        "ENGINE_LIMIT_CREATE_PER_MINUTE",
+        "ENGINE_LIMIT_SUBMIT_PER_SECOND",
         "LOG_LEVEL",
     }
 )
@@ -246,17 +273,31 @@ DEPLOYMENT_CHOICES = frozenset(
         "ENGINE_AI_DISPATCH",
         "ENGINE_ADVERTISE_ADDRESS",
         "ENGINE_AI_TOKEN_KEYS",
+        "ENGINE_HOST",
+        "ENGINE_LIMIT_CREATE_PER_MINUTE",
+        "ENGINE_LIMIT_SUBMIT_PER_SECOND",
+        "ENGINE_OPERATOR_KEYS",
     }
 )
+# Engine settings the chart passes that the engine in this tree may not know yet (they are
+# added with the rate limits' trusted proxies): accepted by the environment checks only while
+# engine_service.server.config does not list them.
+PENDING_ENGINE_SETTINGS = frozenset(
+    {"ENGINE_TRUSTED_PROXIES", "ENGINE_CLIENT_ADDRESS_HEADER"}
+) - frozenset(o.env for o in engine_config.OPTIONS)
 
 
 def settings_named(env: Mapping[str, object], known: frozenset[str]) -> frozenset[str]:
     """The settings an environment gives: NAME_FILE (a file holding NAME's value, such as a
-    mounted Secret) gives NAME, unless NAME_FILE is a setting itself (ENGINE_TLS_CERT_FILE)."""
+    mounted Secret) gives NAME when NAME is a setting; a NAME_FILE that is a setting of its
+    own gives itself too (ENGINE_TLS_CERT_FILE; the worker's CELERY_BROKER_URL_FILE)."""
     named = set()
     for name in env:
         base = name.removesuffix("_FILE")
-        named.add(base if name not in known and base in known else name)
+        if base != name and base in known:
+            named.add(base)
+        if name in known or base == name or base not in known:
+            named.add(name)
     return frozenset(named)
 
 
@@ -426,3 +467,70 @@ def check_promql(expr: str, where: str) -> PromQLFacts:
         assert 0 < quantile < 1, f"{where}: quantile {quantile}"
         assert "le" in grouping, f"{where}: histogram_quantile must aggregate `by (le, ...)`"
     return facts
+
+
+# ---------------------------------------------------------------------------
+# Compose's variable interpolation, as Compose (compose-go) does it
+# ---------------------------------------------------------------------------
+
+
+class MissingVariable(ValueError):
+    """${VAR:?message} (or ${VAR?message}) met an unset variable: `docker compose` stops."""
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def interpolate(text: str, env: Mapping[str, str]) -> str:
+    """``text`` with its ``$VAR`` and ``${...}`` expressions replaced from ``env``: ``:-``/``-``
+    (default), ``:?``/``?`` (required: raises MissingVariable), ``:+``/``+`` (alternative),
+    nested expressions evaluated only when their branch is taken, ``$$`` for a dollar."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text.startswith("$$", i):
+            out.append("$")
+            i += 2
+        elif text.startswith("${", i):
+            end = _closing_brace(text, i + 2)
+            out.append(_substitute(text[i + 2 : end], env))
+            i = end + 1
+        elif text[i] == "$" and (m := _NAME.match(text, i + 1)):
+            out.append(env.get(m.group(), ""))
+            i = m.end()
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def _closing_brace(text: str, start: int) -> int:
+    depth, j = 1, start
+    while j < len(text):
+        if text.startswith("${", j):
+            depth, j = depth + 1, j + 2
+            continue
+        if text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    raise ValueError(f"unclosed ${{ in {text!r}")
+
+
+def _substitute(body: str, env: Mapping[str, str]) -> str:
+    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])(.*))?", body, re.S)
+    if m is None:
+        raise ValueError(f"bad expression ${{{body}}}")
+    name, op, arg = m.groups()
+    value = env.get(name)
+    given = value is not None and (value != "" or not (op or "").startswith(":"))
+    if op is None:
+        return value or ""
+    if op.endswith("-"):
+        return value if given and value is not None else interpolate(arg, env)
+    if op.endswith("?"):
+        if given and value is not None:
+            return value
+        raise MissingVariable(f"{name}: {interpolate(arg, env)}")
+    return interpolate(arg, env) if given else ""

@@ -1,10 +1,19 @@
-"""deploy/compose.yaml: the Compose specification, and the wiring of the stack."""
+"""deploy/compose.yaml: the Compose specification, and the wiring of the stack. Variables are
+interpolated as Compose does (deploy_support.interpolate); the Redis credentials are the ones
+deploy/compose-secrets.sh writes, run here as the service `secrets` runs it."""
 
 from __future__ import annotations
 
+import atexit
+import functools
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -19,14 +28,17 @@ from tests.deploy.deploy_support import (
     DEPLOYED_WORKER_ENV,
     DEPLOYMENT_CHOICES,
     REPO,
+    MissingVariable,
     check_command,
     engine_settings,
+    interpolate,
     option,
     settings_named,
     worker_settings,
 )
 
 COMPOSE = DEPLOY / "compose.yaml"
+SECRETS_SCRIPT = DEPLOY / "compose-secrets.sh"
 CHECK_JSONSCHEMA = Path(sys.executable).with_name("check-jsonschema")
 APP_SERVICES = {"engine", "worker"}
 
@@ -49,11 +61,6 @@ def duration_seconds(text: str) -> float:
     return sum(float(n) * units[u] for n, u in parts)
 
 
-def default_of(value: str) -> str:
-    """The value Compose uses when the variable is unset: ${VAR:-default} -> default."""
-    return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value))
-
-
 # Variables the stack requires (${VAR:?message}: compose refuses to start without them), as
 # an operator would set them on the host.
 REQUIRED_ON_HOST = {
@@ -62,16 +69,86 @@ REQUIRED_ON_HOST = {
 }
 
 
-def required_of(value: str) -> str:
-    """${VAR:?message} -> the value the operator set (REQUIRED_ON_HOST)."""
-    return re.sub(r"\$\{(\w+):\?[^}]*\}", lambda m: REQUIRED_ON_HOST[m.group(1)], str(value))
+def default_of(value: str) -> str:
+    """A value as Compose reads it with only the required variables set on the host."""
+    return interpolate(str(value), REQUIRED_ON_HOST)
 
 
-def environment(compose: dict[str, Any], service: str) -> dict[str, str]:
-    """A service's environment as its process sees it with only the required variables set
-    on the host."""
+def environment(
+    compose: dict[str, Any], service: str, host: Mapping[str, str] = REQUIRED_ON_HOST
+) -> dict[str, str]:
+    """A service's environment as its process sees it, with the variables ``host`` sets on
+    the host (by default only the required ones)."""
     env = services(compose)[service]["environment"]
-    return {key: required_of(default_of(value)) for key, value in env.items()}
+    return {key: interpolate(str(value), host) for key, value in env.items()}
+
+
+def run_secrets_script(directory: Path) -> dict[str, Path]:
+    """deploy/compose-secrets.sh with its three volumes as directories under ``directory``
+    (what the service secrets does on a first run); returns volume name -> directory."""
+    volumes = {
+        name: directory / name for name in ("redis-secrets", "app-secrets", "exporter-secrets")
+    }
+    for path in volumes.values():
+        path.mkdir(exist_ok=True)
+    env = {
+        "PATH": os.environ["PATH"],
+        "REDIS_SECRETS_DIR": str(volumes["redis-secrets"]),
+        "APP_SECRETS_DIR": str(volumes["app-secrets"]),
+        "EXPORTER_SECRETS_DIR": str(volumes["exporter-secrets"]),
+    }
+    shell = shutil.which("sh")
+    assert shell
+    result = subprocess.run(
+        [shell, str(SECRETS_SCRIPT)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return volumes
+
+
+@pytest.fixture(scope="module")
+def secret_volumes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return run_secrets_script(tmp_path_factory.mktemp("compose-secrets"))
+
+
+@functools.cache
+def _shared_volumes() -> dict[str, Path]:
+    directory = Path(tempfile.mkdtemp(prefix="compose-secrets-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return run_secrets_script(directory)
+
+
+def settings_env(
+    compose: dict[str, Any], service: str, host: Mapping[str, str] = REQUIRED_ON_HOST
+) -> dict[str, str]:
+    """What the service's process reads: its environment with ``host``'s variables, files
+    named by NAME_FILE found in volumes the secrets script filled."""
+    return in_volumes(compose, service, environment(compose, service, host), _shared_volumes())
+
+
+def in_volumes(
+    compose: dict[str, Any], service: str, env: dict[str, str], volumes: Mapping[str, Path]
+) -> dict[str, str]:
+    """``env`` with each NAME_FILE that names a file in one of the service's named volumes
+    pointed at that file in ``volumes`` (as the container sees it)."""
+    mounts = {}
+    for volume in services(compose)[service].get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if source in volumes:
+            mounts[PurePosixPath(target)] = volumes[source]
+    resolved = dict(env)
+    for key, value in env.items():
+        if not key.endswith("_FILE"):
+            continue
+        for target, local in mounts.items():
+            if PurePosixPath(value).is_relative_to(target):
+                resolved[key] = str(local / PurePosixPath(value).relative_to(target))
+    return resolved
 
 
 def run_check_jsonschema(path: Path) -> subprocess.CompletedProcess[str]:
@@ -105,16 +182,17 @@ def test_compose_validation_is_not_vacuous(tmp_path: Path) -> None:
     assert "comand" in result.stdout + result.stderr
 
 
-def test_redis_persists_with_aof_and_never_evicts(compose: dict[str, Any]) -> None:
+def test_redis_persists_every_write_with_aof_and_never_evicts(compose: dict[str, Any]) -> None:
     redis = services(compose)["redis"]
     command = redis["command"]
     assert command[0] == "redis-server"
     options = dict(zip(command[1::2], command[2::2], strict=True))
     assert options["--appendonly"] == "yes"
+    # A move is on disk before the engine acknowledges it (docs/reliability.md).
+    assert options["--appendfsync"] == "always"
     assert options["--maxmemory-policy"] == "noeviction"
     volume, target = redis["volumes"][0].split(":")[:2]
     assert target == "/data" and volume in compose["volumes"], "the AOF must live on a named volume"
-    assert redis["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
 
 
 def test_two_engine_replicas_a_worker_and_no_sweeper_service(compose: dict[str, Any]) -> None:
@@ -123,7 +201,9 @@ def test_two_engine_replicas_a_worker_and_no_sweeper_service(compose: dict[str, 
     assert stack["engine"]["command"] == ["ascension-engine", "serve"]
     assert stack["worker"]["command"] == ["ascension-worker", "run"]
     # The sweeper runs inside every engine replica (ENGINE_AI_SWEEP_SECONDS).
-    assert set(stack) == {"redis", "redis-exporter", "engine", "worker", "prometheus", "grafana"}
+    assert set(stack) == {
+        "secrets", "redis", "redis-exporter", "engine", "worker", "prometheus", "grafana"
+    }  # fmt: skip
     for name, service in stack.items():
         assert "sweeper" not in service.get("command", []), f"{name} runs a separate sweeper"
 
@@ -168,7 +248,9 @@ def test_app_services_are_locked_down(compose: dict[str, Any]) -> None:
         assert "user" not in service or service["user"] not in {"root", "0"}, name
 
 
-def test_environment_follows_the_contract(compose: dict[str, Any]) -> None:
+def test_environment_follows_the_contract(
+    compose: dict[str, Any], secret_volumes: dict[str, Path]
+) -> None:
     allowed = {
         "engine": CONTRACT.engine_env | telemetry.ENVIRONMENT,
         "worker": CONTRACT.worker_env | telemetry.ENVIRONMENT,
@@ -185,21 +267,27 @@ def test_environment_follows_the_contract(compose: dict[str, Any]) -> None:
         for key, value in env.items():
             assert isinstance(value, str), f"{name}: {key} must be a string (quote numbers)"
     engine = environment(compose, "engine")
-    assert engine["REDIS_URL"].startswith("redis://redis:6379/"), (
-        "the engine must use the shared Redis"
-    )
+    settings = engine_settings(in_volumes(compose, "engine", engine, secret_volumes))
+    assert settings.redis_url.startswith("redis://ascension:"), "the shared Redis, as its user"
+    assert settings.redis_url.endswith("@redis:6379/0")
     # Everything else is the server's own default, so the docs' defaults hold in compose.
     for key, value in engine.items():
-        if key not in DEPLOYMENT_CHOICES | telemetry.ENVIRONMENT:
-            opt = option(key)
+        name = key.removesuffix("_FILE") if key not in allowed["engine"] else key
+        if name not in DEPLOYMENT_CHOICES | telemetry.ENVIRONMENT:
+            opt = option(name)
             assert opt.kind(value) == opt.default, f"{key}={value}, the server says {opt.default}"
 
 
 def test_engine_accepts_its_environment_and_dispatches_to_the_workers(
-    compose: dict[str, Any],
+    compose: dict[str, Any], secret_volumes: dict[str, Path]
 ) -> None:
-    settings = engine_settings(environment(compose, "engine"))  # raises like the server would
-    worker = worker_settings(environment(compose, "worker"))
+    # Read like the server and the worker would (the URL from the secrets' volume).
+    settings = engine_settings(
+        in_volumes(compose, "engine", environment(compose, "engine"), secret_volumes)
+    )
+    worker = worker_settings(
+        in_volumes(compose, "worker", environment(compose, "worker"), secret_volumes)
+    )
     assert settings.ai_dispatch == "celery", "a missing broker must stop the engine"
     assert settings.dispatch_mode == "celery"
     assert settings.broker_url == worker.broker_url, "engine and workers share one queue"
@@ -218,8 +306,8 @@ def test_worker_reaches_the_engine_grpc_port(compose: dict[str, Any]) -> None:
     ):
         host, port = address.rsplit(":", 1)
         assert host == "engine" and port == engine_port, address
-    published = services(compose)["engine"]["ports"][0]
-    host_range, container_port = published.rsplit(":", 1)
+    published = default_of(services(compose)["engine"]["ports"][0])
+    _host_ip, host_range, container_port = published.split(":")
     first, last = (int(p) for p in host_range.split("-"))
     assert container_port == engine_port
     assert last - first + 1 >= services(compose)["engine"]["deploy"]["replicas"], (
@@ -228,13 +316,13 @@ def test_worker_reaches_the_engine_grpc_port(compose: dict[str, Any]) -> None:
 
 
 def test_engine_stops_gracefully(compose: dict[str, Any]) -> None:
-    settings = engine_settings(environment(compose, "engine"))
+    settings = engine_settings(settings_env(compose, "engine"))
     needed = settings.shutdown_drain_seconds + settings.shutdown_grace_seconds
     assert duration_seconds(services(compose)["engine"]["stop_grace_period"]) > needed
 
 
 def test_worker_stops_after_its_longest_task(compose: dict[str, Any]) -> None:
-    worker = worker_settings(environment(compose, "worker"))
+    worker = worker_settings(settings_env(compose, "worker"))
     grace = duration_seconds(services(compose)["worker"]["stop_grace_period"])
     assert grace >= worker.time_limit, "a stopping worker must be able to finish its move"
 
@@ -362,9 +450,7 @@ def test_monitoring_ports_listen_on_this_host_only(compose: dict[str, Any]) -> N
     for name in ("prometheus", "grafana"):
         for port in services(compose)[name]["ports"]:
             assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} to every interface"
-    published = {
-        name for name, service in services(compose).items() if service.get("ports")
-    }
+    published = {name for name, service in services(compose).items() if service.get("ports")}
     assert published == {"engine", "prometheus", "grafana"}
 
 
@@ -391,3 +477,227 @@ def test_tracing_is_off_and_logs_are_text_by_default(compose: dict[str, Any]) ->
         env = environment(compose, name)
         assert telemetry.tracing_mode(env) == "off", name
         assert telemetry.log_format(env) == "text", name
+
+
+# ---------------------------------------------------------------------------
+# Exposure: the engines on this host only, unless opened with operator keys
+# ---------------------------------------------------------------------------
+
+OPERATOR_KEY = "an-operator-key-of-the-host-0123"
+
+
+def test_engine_ports_are_published_on_loopback_by_default(compose: dict[str, Any]) -> None:
+    (published,) = services(compose)["engine"]["ports"]
+    host_ip, _host_range, container_port = default_of(published).split(":")
+    assert host_ip == "127.0.0.1", "the engines must not listen on every interface by default"
+    assert container_port == services(compose)["engine"]["environment"]["ENGINE_GRPC_PORT"]
+    # In the container the engine binds every interface; the host publishes it on loopback.
+    assert environment(compose, "engine")["ENGINE_HOST"] == "0.0.0.0"
+    # No operator key is needed on this host: an engine for its own user.
+    settings = engine_settings(settings_env(compose, "engine"))
+    assert not settings.operator_keys
+
+
+def test_opening_the_ports_requires_operator_keys(compose: dict[str, Any]) -> None:
+    (published,) = services(compose)["engine"]["ports"]
+    opened = {**REQUIRED_ON_HOST, "ENGINE_PUBLISH_ADDRESS": "0.0.0.0"}
+    assert interpolate(published, opened).startswith("0.0.0.0:")
+    # `docker compose up` stops with the message, naming the variable to set.
+    with pytest.raises(MissingVariable, match="ENGINE_OPERATOR_KEYS") as refused:
+        environment(compose, "engine", opened)
+    assert "ENGINE_PUBLISH_ADDRESS" in str(refused.value)
+    env = settings_env(compose, "engine", {**opened, "ENGINE_OPERATOR_KEYS": OPERATOR_KEY})
+    settings = engine_settings(env)
+    assert settings.operator_keys == OPERATOR_KEY
+    assert not settings.public_create, "CreateGame, ListGames, DeleteGame need the key"
+
+
+def test_the_engines_rate_limit_each_peer(compose: dict[str, Any]) -> None:
+    settings = engine_settings(settings_env(compose, "engine"))
+    assert settings.limit_create_per_minute > 0
+    assert settings.limit_submit_per_second > 0
+
+
+# ---------------------------------------------------------------------------
+# Redis: ACL users whose passwords the first run draws
+# ---------------------------------------------------------------------------
+
+
+def test_secrets_run_first_and_keep_what_they_drew(compose: dict[str, Any], tmp_path: Path) -> None:
+    stack = services(compose)
+    secrets = stack["secrets"]
+    assert secrets["entrypoint"] == ["sh", "/compose-secrets.sh"]
+    assert secrets["cap_drop"] == ["ALL"] and secrets["read_only"] is True
+    assert secrets["network_mode"] == "none"
+    for name in ("redis", "engine", "worker", "redis-exporter"):
+        waits = set(stack[name].get("depends_on", {}))
+        assert "secrets" in waits or "redis" in waits, f"{name} may start before the secrets"
+    assert stack["redis"]["depends_on"]["secrets"]["condition"] == "service_completed_successfully"
+    # Each consumer mounts only its own volume.
+    mounted = {
+        name: {v.split(":")[0] for v in service.get("volumes", []) if "secrets" in v.split(":")[0]}
+        for name, service in stack.items()
+    }
+    assert mounted["redis"] == {"redis-secrets"}
+    assert mounted["engine"] == mounted["worker"] == {"app-secrets"}
+    assert mounted["redis-exporter"] == {"exporter-secrets"}
+    assert not (mounted["prometheus"] | mounted["grafana"])
+    first = run_secrets_script(tmp_path)
+    drawn = {p: p.read_text() for d in first.values() for p in d.iterdir()}
+    assert run_secrets_script(tmp_path) == first
+    assert {p: p.read_text() for d in first.values() for p in d.iterdir()} == drawn, "kept"
+    assert all(p.stat().st_mode & 0o777 == 0o444 for p in drawn)
+    url = (first["app-secrets"] / "redis-url").read_text().strip()
+    password = re.fullmatch(r"redis://ascension:([0-9a-f]{48})@redis:6379/0", url)
+    assert password, url
+    acl = (first["redis-secrets"] / "users.acl").read_text()
+    assert password.group(1) not in acl, "Redis holds digests, not passwords"
+    assert acl.startswith("user default off")
+    # Another stack draws other passwords.
+    (tmp_path / "other").mkdir()
+    other = run_secrets_script(tmp_path / "other")
+    assert (other["app-secrets"] / "redis-url").read_text().strip() != url
+
+
+def redis_command(compose: dict[str, Any], volumes: Mapping[str, Path], port: int) -> list[str]:
+    """Compose's redis command for a local redis-server: its files from ``volumes``, on
+    ``port``, persistence in the test's own directory."""
+    redis = services(compose)["redis"]
+    secrets_dir = next(
+        v.split(":")[1] for v in redis["volumes"] if v.split(":")[0] == "redis-secrets"
+    )
+    argv = [
+        default_of(a).replace(secrets_dir, str(volumes["redis-secrets"])) for a in redis["command"]
+    ]
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    return [binary, *argv[1:], "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+
+
+def test_redis_admits_only_its_acl_users_each_to_its_own_commands(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
+    """A real redis-server with compose's command and the ACL file the first run writes; a
+    real engine reading its URL from the app's volume dispatches an AI move through it, and
+    the exporter's user reads the queue's length. The default user is off; the app's user
+    cannot wipe or reconfigure the server; the exporter's and the health check's users can
+    only read."""
+    import redis as redis_py
+
+    from tests.service import support
+
+    port = support.free_port()
+    volumes = run_secrets_script(tmp_path)
+    # The same credentials, with the test's address in the app's URL.
+    url = (
+        (volumes["app-secrets"] / "redis-url")
+        .read_text()
+        .replace("@redis:6379/", f"@127.0.0.1:{port}/")
+    )
+    local_url = tmp_path / "redis-url"
+    local_url.write_text(url)
+    proc = subprocess.Popen(
+        redis_command(compose, volumes, port), cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    engine = None
+    try:
+        app = redis_py.Redis.from_url(url.strip())
+        wait_until(lambda: _pings(app), 10)
+        exporter_password = re.search(
+            r'": "([0-9a-f]+)"', (volumes["exporter-secrets"] / "redis-password.json").read_text()
+        )
+        assert exporter_password
+        exporter = redis_py.Redis(
+            port=port, username="exporter", password=exporter_password.group(1)
+        )
+        anonymous = redis_py.Redis(port=port)
+        with pytest.raises(redis_py.AuthenticationError):
+            anonymous.get("x")
+        with pytest.raises(redis_py.exceptions.NoPermissionError):
+            app.flushall()
+        with pytest.raises(redis_py.exceptions.NoPermissionError):
+            app.config_set("appendfsync", "no")
+        assert app.config_get("appendfsync") == {"appendfsync": "always"}
+        # The engine, configured as compose configures it (its URL from the volume).
+        env = in_volumes(compose, "engine", environment(compose, "engine"), volumes)
+        engine = support.start_engine(
+            REDIS_URL_FILE=str(local_url),
+            CELERY_BROKER_URL_FILE=str(local_url),
+            ENGINE_AI_DISPATCH=env["ENGINE_AI_DISPATCH"],
+            ENGINE_AI_TOKEN_KEYS=env["ENGINE_AI_TOKEN_KEYS"],
+        )
+        from engine_service.api.ascension.v1 import engine_pb2 as epb
+        from engine_service.api.ascension.v1 import game_pb2 as pb
+
+        seats = [
+            epb.SeatConfig(kind=pb.SeatInfo.AI, name=f"bot-{i}", bot=epb.BotSettings(name="random"))
+            for i in range(2)
+        ]
+        engine.stub().CreateGame(epb.CreateGameRequest(sets="ss", seats=seats), timeout=10)
+        wait_until(lambda: exporter.llen("ascension.moves") >= 1, 10)
+        assert "redis_version" in exporter.info()
+        with pytest.raises(redis_py.exceptions.NoPermissionError):
+            exporter.set("x", "1")
+        with pytest.raises(redis_py.exceptions.NoPermissionError):
+            exporter.lpop("ascension.moves")
+        # The container's health check, pointed at this server.
+        test = services(compose)["redis"]["healthcheck"]["test"]
+        assert test[0] == "CMD-SHELL"
+        secrets_dir = next(
+            v.split(":")[1]
+            for v in services(compose)["redis"]["volumes"]
+            if v.split(":")[0] == "redis-secrets"
+        )
+        shell = test[1].replace("$$", "$").replace(secrets_dir, str(volumes["redis-secrets"]))
+        shell = shell.replace("redis-cli", f"redis-cli -p {port}")
+        assert subprocess.run(["sh", "-c", shell], timeout=10, check=False).returncode == 0
+        broken = shell.replace("healthcheck-password", "users.acl")
+        assert subprocess.run(["sh", "-c", broken], timeout=10, check=False).returncode != 0
+    finally:
+        if engine is not None:
+            engine.stop()
+        proc.terminate()
+        proc.wait(10)
+
+
+def wait_until(predicate: Any, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"not within {seconds} s"
+        time.sleep(0.05)
+
+
+def _pings(client: Any) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+
+
+# ---------------------------------------------------------------------------
+# Images pinned by digest
+# ---------------------------------------------------------------------------
+
+DIGEST_PINNED = re.compile(r"^[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}$")
+
+
+def test_every_pulled_image_is_pinned_by_digest(compose: dict[str, Any]) -> None:
+    """name:tag@sha256:...: the digest decides what is pulled, the tag is for readers. The
+    app image is the one built from this repository."""
+    for name, service in services(compose).items():
+        image = default_of(service["image"])
+        if name in APP_SERVICES:
+            assert "build" in service, name
+            continue
+        assert DIGEST_PINNED.match(image), f"{name}: {image} is not pinned by digest"
+
+
+def test_the_chart_pins_the_same_redis_images() -> None:
+    chart = yaml.safe_load((DEPLOY / "helm" / "ascension-engine" / "values.yaml").read_text())
+    stack = services(yaml.safe_load(COMPOSE.read_text()))
+    for image, service in (
+        (chart["redis"]["image"], "redis"),
+        (chart["redis"]["metrics"]["image"], "redis-exporter"),
+    ):
+        pinned = f"{image['repository']}:{image['tag']}@{image['digest']}"
+        assert stack[service]["image"] == pinned, service

@@ -35,6 +35,7 @@ from tests.deploy.deploy_support import (
     REPO,
     check_command,
     console_scripts,
+    engine_settings,
 )
 
 DOCKERFILE = DEPLOY / "docker" / "Dockerfile"
@@ -208,12 +209,19 @@ def test_defaults_match_the_contract(dockerfile: tuple[dict[str, str], list[Stag
     for key in ("WORKER_METRICS_PORT", "LOG_LEVEL"):
         assert env[key] == CONTRACT.worker_defaults[key], key
     assert env["PYTHONDONTWRITEBYTECODE"] == "1", "the root filesystem is read-only at run time"
+    # The server binds loopback by default; the image's engine answers on the pod's network.
+    assert CONTRACT.engine_defaults["ENGINE_HOST"] == "127.0.0.1"
+    assert env["ENGINE_HOST"] == "0.0.0.0"
     exposed = {port for expose in final.all("EXPOSE") for port in expose.arguments.split()}
     assert {
         env["ENGINE_GRPC_PORT"],
         env["ENGINE_METRICS_PORT"],
         env["WORKER_METRICS_PORT"],
     } <= exposed
+    # The container's engine listens on every interface of its own network namespace,
+    # whatever the server's default (loopback outside a container): the publishing decides.
+    assert env["ENGINE_HOST"] == "0.0.0.0"
+    assert engine_settings({"ENGINE_HOST": env["ENGINE_HOST"]}).host == "0.0.0.0"
 
 
 def test_cmd_entrypoint_and_healthcheck_use_console_scripts(
@@ -493,6 +501,7 @@ def test_build_context_builds_the_package_with_its_console_scripts_and_card_data
         for name in image_wheel
     )
     assert any(name.endswith(".dist-info/entry_points.txt") for name in image_wheel)
+    assert "engine_service/store/redis/lua/commit.lua" in image_wheel  # (the store's scripts)
 
 
 @WHEEL_BUILD

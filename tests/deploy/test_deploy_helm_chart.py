@@ -8,11 +8,14 @@ Operator kinds are checked against their required fields separately.
 
 from __future__ import annotations
 
+import atexit
 import copy
 import json
 import re
+import shutil
+import tempfile
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import helm_python
@@ -21,6 +24,7 @@ import kubernetes_validate
 import pytest
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
+from clients.sdk import tls as client_tls
 from engine_service import telemetry
 from tests.deploy.deploy_support import (
     CHART_DIR,
@@ -30,12 +34,14 @@ from tests.deploy.deploy_support import (
     DEPLOYED_WORKER_ENV,
     DEPLOYMENT_CHOICES,
     KUBE_VERSION,
+    PENDING_ENGINE_SETTINGS,
     engine_settings,
     load_yaml_documents,
     option,
     settings_named,
     worker_settings,
 )
+from tests.security.pki import Pki, make_pki
 
 helm_python.disable_logging()
 
@@ -44,7 +50,20 @@ NAMESPACE = "games"
 MONITORING_API = "monitoring.coreos.com/v1"
 KEDA_API = "keda.sh/v1alpha1"
 GATEWAY_API = "gateway.networking.k8s.io/v1"
-CRD_APIS = frozenset({MONITORING_API, KEDA_API, GATEWAY_API})
+CERT_MANAGER_API = "cert-manager.io/v1"
+CRD_APIS = frozenset({MONITORING_API, KEDA_API, GATEWAY_API, CERT_MANAGER_API})
+PRODUCTION_EXAMPLE = CHART_DIR / "examples" / "production.yaml"
+# What players' traffic goes through before the engine in the exposed scenarios: an ingress
+# controller's (or Gateway's) pods, admitted by the NetworkPolicy and trusted for the
+# client's address by the rate limits.
+PROXY_PEERS: dict[str, Any] = {
+    "engine": {"trustedProxies": ["10.64.0.0/14"]},
+    "networkPolicy": {
+        "grpcFrom": [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}
+        ]
+    },
+}
 DIGEST = "sha256:" + "ab" * 32
 STANDARD_LABELS = (
     "app.kubernetes.io/name",
@@ -97,7 +116,10 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "engine-processes": {
         "engine": {
             "processes": 4,
-            "resources": {"requests": {"cpu": "4", "memory": "1Gi"}, "limits": {"cpu": "4", "memory": "1536Mi"}},
+            "resources": {
+                "requests": {"cpu": "4", "memory": "1Gi"},
+                "limits": {"cpu": "4", "memory": "1536Mi"},
+            },
         }
     },
     "advertise-address": {"engine": {"advertiseAddress": "engine.games.example.com:443"}},
@@ -159,22 +181,83 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     "redis-exporter": {"redis": {"metrics": {"enabled": True}}},
     "ingress": {
+        **PROXY_PEERS,
         "ingress": {
             "enabled": True,
             "className": "nginx",
             "hosts": ["play.example.com"],
             "tls": [{"secretName": "play-tls", "hosts": ["play.example.com"]}],
-        }
+        },
     },
     "grpc-route": {
+        **PROXY_PEERS,
         "gateway": {
             "grpcRoute": {
                 "enabled": True,
                 "parentRefs": [{"name": "public", "namespace": "gateways", "sectionName": "https"}],
                 "hostnames": ["play.example.com"],
             }
-        }
+        },
     },
+    "load-balancer-without-limits": {
+        "engine": {
+            "service": {"type": "LoadBalancer"},
+            "limits": {"createPerMinute": 0, "submitPerSecond": 0},
+        },
+        "networkPolicy": {"grpcFrom": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]},
+    },
+    "tls-existing-secret": {"engine": {"tls": {"enabled": True, "existingSecret": "games-tls"}}},
+    "tls-cert-manager-mtls": {
+        "engine": {
+            "tls": {
+                "enabled": True,
+                "certManager": {
+                    "enabled": True,
+                    "issuerRef": {"name": "games-ca", "kind": "ClusterIssuer"},
+                    "dnsNames": ["engine.games.internal"],
+                },
+                "clientAuth": {"enabled": True},
+            }
+        },
+        "web": {"enabled": True},
+        "worker": {"keda": {"enabled": True}},
+    },
+    "mtls-existing-secrets": {
+        "engine": {
+            "aiDispatch": "local",
+            "tls": {
+                "enabled": True,
+                "existingSecret": "games-tls",
+                "ca": {"secretName": "games-ca", "key": "bundle.pem"},
+                "serverName": "engine.games.internal",
+                "clientAuth": {
+                    "enabled": True,
+                    "caSecretName": "games-client-ca",
+                    "caKey": "ca.pem",
+                    "clientSecret": "games-client-tls",
+                },
+            },
+        },
+    },
+    "operator-keys-existing-public-create": {
+        "engine": {
+            "operatorKeys": {"existingSecret": "games-ops", "existingSecretKey": "keys"},
+            "publicCreate": True,
+        },
+        "web": {"enabled": True},
+    },
+    "open-engine": {
+        "engine": {
+            "operatorKeys": {"enabled": False},
+            "limits": {"createPerMinute": 0, "submitPerSecond": 0},
+            "maxLiveGames": 0,
+        },
+        "metrics": {"prometheusRule": {"enabled": True}},
+    },
+    "redis-everysec-no-pdb": {
+        "redis": {"appendfsync": "everysec", "podDisruptionBudget": {"enabled": False}}
+    },
+    "production": yaml.safe_load(PRODUCTION_EXAMPLE.read_text()),
     "keda-redis": {"worker": {"keda": {"enabled": True}}},
     "keda-external-redis": {
         "redis": {"enabled": False},
@@ -205,7 +288,9 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     "no-ai-move-test": {"tests": {"aiMove": {"enabled": False}}},
     "ai-key-existing-secret": {
-        "engine": {"aiTokenKeys": {"existingSecret": "games-engine-keys", "existingSecretKey": "ai"}}
+        "engine": {
+            "aiTokenKeys": {"existingSecret": "games-engine-keys", "existingSecretKey": "ai"}
+        }
     },
     "tracing-json-logs": {
         "logFormat": "json",
@@ -217,9 +302,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         },
     },
     "everything": {
+        **PROXY_PEERS,
         "engine": {
             "autoscaling": {"enabled": True},
             "podDisruptionBudget": {"enabled": True},
+            "trustedProxies": ["10.64.0.0/14", "fd00:10:64::/48"],
         },
         "worker": {"autoscaling": {"enabled": True}, "podDisruptionBudget": {"enabled": True}},
         "metrics": {
@@ -575,7 +662,8 @@ def test_no_sweeper_workload(scenario: str) -> None:
         if doc["kind"] in {"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"}
     )
     redis = ["redis"] if merged_values(scenario)["redis"]["enabled"] else []
-    assert components == sorted(["engine", "worker", *redis])
+    web = ["web"] if merged_values(scenario)["web"]["enabled"] else []
+    assert components == sorted(["engine", "worker", *redis, *web])
     assert not any("sweeper" in doc["metadata"]["name"] for doc in docs)
 
 
@@ -588,6 +676,11 @@ def container(docs: list[dict[str, Any]], component: str) -> dict[str, Any]:
 CHART_INTERNAL_ENV = frozenset({"ASCENSION_REDIS_PASSWORD"})
 # Logging and tracing, read by engine_service.telemetry in the engine and the workers.
 TELEMETRY_ENV = telemetry.ENVIRONMENT
+# A client's TLS to the engine (clients/sdk/tls.py): the workers', and the engine's own (its
+# probes and local AI processes connect as clients).
+CLIENT_TLS_ENV = frozenset(
+    {client_tls.ENV_CA, client_tls.ENV_CERT, client_tls.ENV_KEY, client_tls.ENV_SERVER_NAME}
+)
 
 
 SETTINGS = CONTRACT.engine_env | CONTRACT.worker_env
@@ -624,22 +717,49 @@ def secret_value(docs: list[dict[str, Any]], name: str, key: str) -> str:
     return EXISTING_SECRET_VALUE
 
 
+@cache
+def pki() -> Pki:
+    """Certificates standing in for the TLS Secrets' (a throwaway CA, server and client)."""
+    directory = Path(tempfile.mkdtemp(prefix="chart-pki-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return make_pki(directory)
+
+
+def pem_standing_in_for(path: str) -> str:
+    """The local PEM file standing in for a mounted TLS file, by the name the chart gives it."""
+    certificates = pki()
+    by_name = {
+        "server.crt": certificates.server_cert,
+        "server.key": certificates.server_key,
+        "ca.crt": certificates.ca,
+        "client-ca.crt": certificates.ca,
+        "client.crt": certificates.client_cert,
+        "client.key": certificates.client_key,
+    }
+    return str(by_name[PurePosixPath(path).name])
+
+
 def resolved_env(docs: list[dict[str, Any]], component: str) -> dict[str, str]:
-    """The container's environment as the process sees it (Secret refs: a broker URL;
-    $(VAR) references expanded as Kubernetes does; NAME_FILE naming a file mounted from a
-    Secret: NAME with that Secret's value, as the engine reads it)."""
+    """The container's environment as the process sees it (Secret refs: a broker URL, over
+    TLS when the pod has the Redis CA; $(VAR) references expanded as Kubernetes does;
+    NAME_FILE naming a file mounted from a Secret: NAME with that Secret's value, as the
+    engine reads it; a TLS file setting: a local PEM file of the same role)."""
     env: dict[str, str] = {}
     files = secret_files(docs, component)
-    for name, item in env_of(container(docs, component)).items():
+    declared = env_of(container(docs, component))
+    scheme = "rediss" if "REDIS_TLS_CA_FILE" in declared else "redis"
+    for name, item in declared.items():
         if "valueFrom" in item:
             assert "secretKeyRef" in item["valueFrom"], f"{component}: {name}"
-            value = "s3cret" if name in CHART_INTERNAL_ENV else "redis://secret.example:6379/0"
+            value = "s3cret" if name in CHART_INTERNAL_ENV else f"{scheme}://secret.example:6379/0"
         else:
             value = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], item["value"])
         base = name.removesuffix("_FILE")
         if value in files and name not in SETTINGS and base in SETTINGS:
             env[base] = secret_value(docs, *files[value])
             continue
+        if value in files and (name in SETTINGS or name in CLIENT_TLS_ENV):
+            value = pem_standing_in_for(value)
         env[name] = value
     return {k: v for k, v in env.items() if k not in CHART_INTERNAL_ENV}
 
@@ -655,8 +775,8 @@ def test_environment_follows_the_contract(scenario: str) -> None:
         values["redis"]["auth"]["existingSecret"],
     } - {""}
     allowed = {
-        "engine": CONTRACT.engine_env | TELEMETRY_ENV,
-        "worker": CONTRACT.worker_env | TELEMETRY_ENV,
+        "engine": CONTRACT.engine_env | TELEMETRY_ENV | CLIENT_TLS_ENV | PENDING_ENGINE_SETTINGS,
+        "worker": CONTRACT.worker_env | TELEMETRY_ENV | CLIENT_TLS_ENV,
     }
     required = {"engine": DEPLOYED_ENGINE_ENV, "worker": DEPLOYED_WORKER_ENV}
     for component in ("engine", "worker"):
@@ -761,15 +881,30 @@ def test_environment_values_come_from_values() -> None:
 
 
 @scenario_names
-def test_engine_uses_native_grpc_probes_on_its_grpc_port(scenario: str) -> None:
+def test_engine_probes_ask_grpc_health_on_its_grpc_port(scenario: str) -> None:
+    """Plaintext: the kubelet's native gRPC probe. TLS (which that probe cannot speak): the
+    chart's TLS health check against the pod's own port, as a client of the engine
+    (tests/deploy/test_deploy_production.py runs it against a real engine with mTLS)."""
     container = one(manifests(scenario), "Deployment", "engine")["spec"]["template"]["spec"][
         "containers"
     ][0]
     grpc_port = {p["name"]: p["containerPort"] for p in container["ports"]}["grpc"]
     assert int(env_of(container)["ENGINE_GRPC_PORT"]["value"]) == grpc_port
+    tls = merged_values(scenario)["engine"]["tls"]["enabled"]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        assert container[probe]["grpc"]["port"] == grpc_port, probe
-        assert "exec" not in container[probe] and "httpGet" not in container[probe]
+        assert "httpGet" not in container[probe], probe
+        if not tls:
+            assert container[probe]["grpc"]["port"] == grpc_port, probe
+            assert "exec" not in container[probe]
+            continue
+        assert "grpc" not in container[probe], f"{probe}: the kubelet's probe speaks plaintext"
+        python, flag, code, target = container[probe]["exec"]["command"]
+        assert (python, flag) == ("python", "-c")
+        assert code == (CHART_DIR / "files" / "grpc-health.py").read_text()
+        assert target == f"127.0.0.1:{grpc_port}", probe
+        # Two python starts a minute or so, not one every few seconds.
+        assert container[probe]["periodSeconds"] >= (2 if probe == "startupProbe" else 10)
+        assert container[probe]["timeoutSeconds"] >= 5
 
 
 @scenario_names
@@ -862,7 +997,8 @@ def test_disruption_budgets_follow_their_flags(scenario: str) -> None:
     docs = manifests(scenario)
     values = merged_values(scenario)
     pdbs = by_kind(docs, "PodDisruptionBudget")
-    assert len(pdbs) == sum(
+    redis = values["redis"]["enabled"] and values["redis"]["podDisruptionBudget"]["enabled"]
+    assert len(pdbs) == redis + sum(
         values[c]["podDisruptionBudget"]["enabled"] for c in ("engine", "worker")
     )
     for pdb in pdbs:
@@ -1198,9 +1334,32 @@ def test_service_monitor_scrapes_engine_and_workers_once() -> None:
 
 
 def test_prometheus_rule_carries_the_alerts_file() -> None:
+    """The rules of deploy/prometheus/alerts.yaml, with the settings compose records for its
+    namespace replaced by the chart's for the release's: by default the same objectives and
+    cap."""
     rule = by_kind(manifests("prometheus-rule"), "PrometheusRule")[0]
     alerts = yaml.safe_load((DEPLOY / "prometheus" / "alerts.yaml").read_text())
-    assert rule["spec"]["groups"] == alerts["groups"]
+    chart_groups = {g["name"]: g for g in rule["spec"]["groups"]}
+    compose_groups = {g["name"]: g for g in alerts["groups"]}
+    assert list(chart_groups) == [
+        *[name for name in compose_groups if name != "ascension-settings"],
+        "ascension-settings",
+    ]
+    for name, group in compose_groups.items():
+        if name != "ascension-settings":
+            assert chart_groups[name] == group, name
+
+    def settings(group: dict[str, Any]) -> set[tuple[str, str, str]]:
+        found = set()
+        for r in group["rules"]:
+            labels = {k: v for k, v in r["labels"].items() if k != "namespace"}
+            found.add((r["record"], r["expr"].strip(), json.dumps(labels, sort_keys=True)))
+        return found
+
+    chart, compose = chart_groups["ascension-settings"], compose_groups["ascension-settings"]
+    assert {r["labels"]["namespace"] for r in chart["rules"]} == {NAMESPACE}
+    assert {r["labels"]["namespace"] for r in compose["rules"]} == {"ascension"}
+    assert settings(chart) == settings(compose)
 
 
 def test_grafana_dashboard_configmap_carries_the_dashboard() -> None:
@@ -1397,7 +1556,7 @@ def mask_generated(rendered: dict[str, str]) -> dict[str, str]:
     over them) masked."""
     return {
         path: re.sub(
-            r'(redis-password: "|ai-token-keys: "|checksum/secret: )[A-Za-z0-9]+',
+            r'(redis-password: "|ai-token-keys: "|operator-keys: "|checksum/secret: )[A-Za-z0-9]+',
             r"\1<generated>",
             text,
         )

@@ -11,6 +11,7 @@ TriggerAuthentication) are checked against their required fields here.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from typing import Any
@@ -27,6 +28,7 @@ from tests.deploy.test_deploy_helm_chart import (
     GATEWAY_API,
     KEDA_API,
     NAMESPACE,
+    PROXY_PEERS,
     RELEASE,
     SCENARIOS,
     by_kind,
@@ -142,10 +144,60 @@ def test_metrics_ports_open_to_the_monitoring_namespace_only() -> None:
     assert [[p["port"] for p in r["ports"]] for r in worker["spec"]["ingress"]] == [["metrics"]]
 
 
+def own_peers(docs: list[dict[str, Any]], rule: dict[str, Any]) -> set[str]:
+    """The components of this release whose pods a rule's peers admit."""
+    return {
+        component
+        for component in ("engine", "worker", "redis", "test", "web")
+        for labels in pods_of(docs, component)
+        if any(
+            "podSelector" in peer
+            and "namespaceSelector" not in peer
+            and selector_matches(peer["podSelector"]["matchLabels"], labels)
+            for peer in rule["from"]
+        )
+    }
+
+
+def test_grpc_port_open_to_this_releases_pods_by_default() -> None:
+    """Default: only the release's own clients (workers, `helm test`, the web pods when on);
+    port-forward is not subject to NetworkPolicies. Nothing else in the cluster reaches it."""
+    docs = manifests("defaults")
+    rule = rule_for_port(policies(docs)["engine"], "grpc")
+    assert own_peers(docs, rule) == {"worker", "test"}
+    assert all(set(peer) == {"podSelector"} for peer in rule["from"])
+    web = manifests("tls-cert-manager-mtls")
+    assert own_peers(web, rule_for_port(policies(web)["engine"], "grpc")) == {
+        "worker",
+        "test",
+        "web",
+    }
+
+
+@pytest.mark.parametrize(
+    "exposure",
+    [
+        {"ingress": {"enabled": True, "hosts": ["a.example"], "tls": [{"secretName": "a"}]}},
+        {"gateway": {"grpcRoute": {"enabled": True, "parentRefs": [{"name": "public"}]}}},
+        {"engine": {"service": {"type": "LoadBalancer"}}},
+    ],
+    ids=["ingress", "grpc-route", "load-balancer"],
+)
+def test_an_exposed_engine_needs_the_peers_its_players_come_through(
+    exposure: dict[str, Any],
+) -> None:
+    """Else the NetworkPolicy would refuse every player: the render says what to set."""
+    values = {
+        **exposure,
+        "engine": {**exposure.get("engine", {}), "trustedProxies": ["10.0.0.0/8"]},
+    }
+    with pytest.raises(helm_python.HelmRenderError, match=r"networkPolicy\.grpcFrom"):
+        render(values)
+    render({**values, "networkPolicy": PROXY_PEERS["networkPolicy"]})
+    render({**values, "networkPolicy": {"enabled": False}})
+
+
 def test_grpc_port_open_as_configured() -> None:
-    # Default: every client may call the gRPC port (no `from`).
-    rule = rule_for_port(policies(manifests("defaults"))["engine"], "grpc")
-    assert "from" not in rule
     # Restricted: the configured peers, plus this release's workers and helm test pods.
     docs = manifests("network-policy-restricted-grpc")
     rule = rule_for_port(policies(docs)["engine"], "grpc")
@@ -193,7 +245,7 @@ def test_service_monitor_names_the_jobs_the_rules_select_on(scenario: str) -> No
 
 
 def test_load_balancer_does_not_expose_metrics() -> None:
-    docs = render_docs({"engine": {"service": {"type": "LoadBalancer"}}})
+    docs = manifests("load-balancer-without-limits")
     exposed = [s for s in by_kind(docs, "Service") if s["spec"]["type"] == "LoadBalancer"]
     assert len(exposed) == 1
     assert [p["name"] for p in exposed[0]["spec"]["ports"]] == ["grpc"]
@@ -305,9 +357,9 @@ def test_ingress_routes_grpc_to_the_engine_over_tls() -> None:
 
 def test_ingress_requires_tls_and_hosts() -> None:
     with pytest.raises(helm_python.HelmRenderError, match=r"ingress\.tls"):
-        render({"ingress": {"enabled": True, "hosts": ["play.example.com"]}})
+        render({**PROXY_PEERS, "ingress": {"enabled": True, "hosts": ["play.example.com"]}})
     with pytest.raises(helm_python.HelmRenderError, match=r"ingress\.hosts"):
-        render({"ingress": {"enabled": True, "tls": [{"secretName": "x"}]}})
+        render({**PROXY_PEERS, "ingress": {"enabled": True, "tls": [{"secretName": "x"}]}})
 
 
 @pytest.mark.parametrize("scenario", ["grpc-route", "everything"])
@@ -330,7 +382,7 @@ def test_grpc_route_sends_the_engine_services_to_the_engine(scenario: str) -> No
 
 def test_grpc_route_needs_a_parent_and_its_schema_check_is_not_vacuous() -> None:
     with pytest.raises(helm_python.HelmRenderError, match="parentRefs"):
-        render({"gateway": {"grpcRoute": {"enabled": True}}})
+        render({**PROXY_PEERS, "gateway": {"grpcRoute": {"enabled": True}}})
     (route,) = [d for d in manifests("grpc-route") if d["kind"] == "GRPCRoute"]
     del route["spec"]["rules"][0]["backendRefs"][0]["port"]
     with pytest.raises(jsonschema.ValidationError):
@@ -492,17 +544,16 @@ def test_image_digest_and_global_registry() -> None:
     assert set(app.values()) == {
         f"registry.example.com/mirror/games/ascension-engine:0.1.0@{DIGEST}"
     }
-    assert (
-        found[f"{FULLNAME}-redis/redis"] == f"registry.example.com/mirror/redis:7.4-alpine@{DIGEST}"
+    redis = merged_values("defaults")["redis"]
+    tag, exporter = redis["image"]["tag"], redis["metrics"]["image"]
+    assert found[f"{FULLNAME}-redis/redis"] == f"registry.example.com/mirror/redis:{tag}@{DIGEST}"
+    assert found[f"{FULLNAME}-redis/exporter"] == (
+        f"registry.example.com/mirror/oliver006/redis_exporter:{exporter['tag']}@{exporter['digest']}"
     )
-    assert (
-        found[f"{FULLNAME}-redis/exporter"]
-        == "registry.example.com/mirror/oliver006/redis_exporter:v1.66.0"
-    )
-    # Defaults: no registry, the chart's appVersion as tag.
+    # Defaults: no registry, the chart's appVersion as tag; Redis pinned by digest.
     defaults = images(manifests("defaults"))
     assert defaults[f"{FULLNAME}-engine/engine"] == "ascension-engine:0.1.0"
-    assert defaults[f"{FULLNAME}-redis/redis"] == "redis:7.4-alpine"
+    assert defaults[f"{FULLNAME}-redis/redis"] == f"redis:{tag}@{redis['image']['digest']}"
 
 
 def test_a_malformed_digest_is_refused() -> None:
@@ -511,10 +562,16 @@ def test_a_malformed_digest_is_refused() -> None:
 
 
 def test_engine_pdb_is_on_by_default() -> None:
-    (pdb,) = by_kind(manifests("defaults"), "PodDisruptionBudget")
-    assert pdb["metadata"]["labels"]["app.kubernetes.io/component"] == "engine"
+    def engine_budgets(scenario: str) -> list[dict[str, Any]]:
+        return [
+            b
+            for b in by_kind(manifests(scenario), "PodDisruptionBudget")
+            if b["metadata"]["labels"]["app.kubernetes.io/component"] == "engine"
+        ]
+
+    (pdb,) = engine_budgets("defaults")
     assert pdb["spec"]["minAvailable"] == 1
-    assert not by_kind(manifests("engine-pdb-off"), "PodDisruptionBudget")
+    assert not engine_budgets("engine-pdb-off")
 
 
 @pytest.mark.parametrize("component", ["engine", "worker"])
@@ -750,7 +807,9 @@ def test_an_external_redis_cluster() -> None:
         spec = one(docs, "Deployment", "engine")["spec"]["template"]["spec"]
         return env_of(spec["containers"][0])
 
-    assert engine_env(manifests("external-redis-cluster"))["ENGINE_REDIS_MODE"]["value"] == "cluster"
+    assert (
+        engine_env(manifests("external-redis-cluster"))["ENGINE_REDIS_MODE"]["value"] == "cluster"
+    )
     assert "ENGINE_REDIS_MODE" not in engine_env(manifests("external-redis-url"))
     with pytest.raises(helm_python.HelmRenderError, match="cannot hold the Celery queue"):
         render({"redis": {"enabled": False},
@@ -758,3 +817,225 @@ def test_an_external_redis_cluster() -> None:
     lint = helm_python.lint(str(CHART_DIR), {"externalRedis": {"mode": "sharded"}}, strict=True)
     assert lint["errors"], "an unknown mode passes the schema"
 
+
+# ---------------------------------------------------------------------------
+# KEDA reading the queue: admitted to the in-chart Redis, authenticated, with a fallback
+# ---------------------------------------------------------------------------
+
+
+def test_the_keda_operator_may_read_the_in_chart_redis() -> None:
+    """With KEDA on the in-chart Redis, its NetworkPolicy admits the KEDA operator's pods
+    (worker.keda.operator: namespace and labels), and nothing else from outside."""
+    docs = manifests("keda-redis")
+    rule = rule_for_port(policies(docs)["redis"], "redis")
+    outside = [peer for peer in rule["from"] if "namespaceSelector" in peer]
+    operator = merged_values("keda-redis")["worker"]["keda"]["operator"]
+    assert operator["podLabels"] == {}, "KEDA's own chart's labels by default"
+    assert outside == [
+        {
+            "namespaceSelector": {
+                "matchLabels": {"kubernetes.io/metadata.name": operator["namespace"]}
+            },
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "keda-operator"}},
+        }
+    ]
+    assert own_peers(docs, rule) == {"engine", "worker"}
+    custom = render_docs(
+        {
+            "worker": {
+                "keda": {
+                    "enabled": True,
+                    "operator": {"namespace": "autoscaling", "podLabels": {"app": "keda"}},
+                }
+            }
+        }
+    )
+    (peer,) = [
+        p
+        for p in rule_for_port(policies(custom)["redis"], "redis")["from"]
+        if "namespaceSelector" in p
+    ]
+    assert peer["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "autoscaling"
+    }
+    assert peer["podSelector"]["matchLabels"] == {"app": "keda"}
+    # Without KEDA, or with KEDA reading another Redis, the in-chart Redis admits no one else.
+    for scenario in ("defaults", "keda-rabbitmq"):
+        docs = manifests(scenario)
+        peers = rule_for_port(policies(docs)["redis"], "redis")["from"]
+        assert all(set(p) == {"podSelector"} for p in peers), scenario
+
+
+@pytest.mark.parametrize("scenario", ["keda-redis", "keda-external-redis", "production"])
+def test_keda_holds_a_fallback_when_it_cannot_read_the_queue(scenario: str) -> None:
+    scaled, _auth, _docs = keda_objects(scenario)
+    fallback = merged_values(scenario)["worker"]["keda"]["fallback"]
+    assert scaled["spec"]["fallback"] == fallback
+    keda = merged_values(scenario)["worker"]["keda"]
+    assert keda["minReplicaCount"] <= fallback["replicas"] <= keda["maxReplicaCount"]
+
+
+def test_keda_authenticates_to_a_tls_redis_with_its_user_and_ca() -> None:
+    """The production example's broker: rediss with an ACL user and a private CA; KEDA's
+    redis scaler reads username, password and ca from the TriggerAuthentication (and
+    enableTLS from the trigger; both places at once is an error in KEDA)."""
+    scaled, auth, _docs = keda_objects("production")
+    redis = merged_values("production")["worker"]["keda"]["redis"]
+    refs = {
+        r["parameter"]: {"name": r["name"], "key": r["key"]}
+        for r in auth["spec"]["secretTargetRef"]
+    }
+    assert refs == {
+        "username": redis["usernameSecret"],
+        "password": redis["passwordSecret"],
+        "ca": redis["caSecret"],
+    }
+    (trigger,) = scaled["spec"]["triggers"]
+    assert trigger["metadata"]["enableTLS"] == "true"
+    assert trigger["metadata"]["address"] == redis["address"]
+    client = render_docs(
+        {
+            "redis": {"enabled": False},
+            "externalRedis": {"existingSecret": "r"},
+            "worker": {
+                "keda": {
+                    "enabled": True,
+                    "redis": {"address": "r:6380", "enableTLS": True, "clientCertSecret": "kc"},
+                }
+            },
+        }
+    )
+    (client_auth,) = by_kind(client, "TriggerAuthentication")
+    pairs = {r["parameter"]: (r["name"], r["key"]) for r in client_auth["spec"]["secretTargetRef"]}
+    assert pairs == {"cert": ("kc", "tls.crt"), "key": ("kc", "tls.key")}
+
+
+def test_keda_refuses_tls_files_without_tls_and_a_fallback_above_its_maximum() -> None:
+    external = {"redis": {"enabled": False}, "externalRedis": {"existingSecret": "r"}}
+    with pytest.raises(helm_python.HelmRenderError, match="enableTLS"):
+        render({**external, "worker": {"keda": {"enabled": True, "redis": {
+            "address": "r:6379", "caSecret": {"name": "ca", "key": "ca.crt"}}}}})  # fmt: skip
+    with pytest.raises(helm_python.HelmRenderError, match="fallback"):
+        render({"worker": {"keda": {"enabled": True, "fallback": {"replicas": 9}}}})
+
+
+# ---------------------------------------------------------------------------
+# The in-chart Redis (for trials): pinned, fsync on every write, a disruption budget
+# ---------------------------------------------------------------------------
+
+
+def redis_container(docs: list[dict[str, Any]], name: str = "redis") -> dict[str, Any]:
+    spec = by_kind(docs, "StatefulSet")[0]["spec"]["template"]["spec"]
+    (found,) = [c for c in spec["containers"] if c["name"] == name]
+    container: dict[str, Any] = found
+    return container
+
+
+def test_in_chart_redis_is_pinned_by_digest_and_fsyncs_every_write() -> None:
+    values = merged_values("defaults")["redis"]
+    image = redis_container(manifests("defaults"))["image"]
+    assert re.fullmatch(r"redis:7\.4\.\d+-alpine@sha256:[0-9a-f]{64}", image), image
+    assert image == f"redis:{values['image']['tag']}@{values['image']['digest']}"
+    args = redis_container(manifests("defaults"))["args"]
+    options = dict(zip(args[::2], args[1::2], strict=True))
+    assert options["--appendonly"] == "yes"
+    assert options["--appendfsync"] == "always"
+    everysec = redis_container(manifests("redis-everysec-no-pdb"))["args"]
+    assert dict(zip(everysec[::2], everysec[1::2], strict=True))["--appendfsync"] == "everysec"
+    lint = helm_python.lint(str(CHART_DIR), {"redis": {"appendfsync": "no"}}, strict=True)
+    assert lint["errors"], "appendfsync no would lose acknowledged moves on every crash"
+    exporter = redis_container(manifests("redis-exporter"), "exporter")["image"]
+    assert re.fullmatch(r"oliver006/redis_exporter:v[\d.]+@sha256:[0-9a-f]{64}", exporter)
+
+
+def test_in_chart_redis_has_a_disruption_budget() -> None:
+    docs = manifests("defaults")
+    (budget,) = [
+        b
+        for b in by_kind(docs, "PodDisruptionBudget")
+        if b["metadata"]["labels"]["app.kubernetes.io/component"] == "redis"
+    ]
+    assert budget["spec"]["maxUnavailable"] == 0, "a drain never evicts the only Redis"
+    (pod,) = pods_of(docs, "redis")
+    assert selector_matches(budget["spec"]["selector"]["matchLabels"], pod)
+    for scenario in ("redis-everysec-no-pdb", "external-redis-url"):
+        assert not [
+            b
+            for b in by_kind(manifests(scenario), "PodDisruptionBudget")
+            if b["metadata"]["labels"]["app.kubernetes.io/component"] == "redis"
+        ], scenario
+
+
+def test_the_exporter_reads_the_length_of_the_moves_queue() -> None:
+    args = redis_container(manifests("redis-exporter"), "exporter")["args"]
+    assert f"--check-single-keys=db0={QUEUE}" in args
+
+
+# ---------------------------------------------------------------------------
+# The settings the alerts compare against, from the values
+# ---------------------------------------------------------------------------
+
+
+def recorded_settings(docs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    (rule,) = by_kind(docs, "PrometheusRule")
+    (group,) = [g for g in rule["spec"]["groups"] if g["name"] == "ascension-settings"]
+    return {
+        (r["record"], r["labels"].get("slo", r["labels"].get("le", ""))): r for r in group["rules"]
+    }
+
+
+def test_objectives_and_the_live_games_cap_are_values() -> None:
+    docs = render_docs(
+        {
+            "engine": {"maxLiveGames": 2500},
+            "metrics": {
+                "prometheusRule": {
+                    "enabled": True,
+                    "slo": {
+                        "availability": 0.995,
+                        "latency": {"objective": 0.95, "thresholdSeconds": "0.1"},
+                    },
+                }
+            },
+        }
+    )
+    settings = recorded_settings(docs)
+    assert settings[("ascension:slo_objective:ratio", "availability")]["expr"] == "vector(0.995)"
+    assert settings[("ascension:slo_objective:ratio", "latency")]["expr"] == "vector(0.95)"
+    threshold = settings[("ascension:slo_latency_threshold:seconds", "0.1")]
+    assert threshold["expr"] == "vector(0.1)"
+    assert settings[("ascension:max_live_games", "")]["expr"] == "vector(2500)"
+    assert {r["labels"]["namespace"] for r in settings.values()} == {NAMESPACE}
+    engine = env_of(one(docs, "Deployment", "engine")["spec"]["template"]["spec"]["containers"][0])
+    assert engine["ENGINE_MAX_LIVE_GAMES"]["value"] == "2500", "the alert and the engine agree"
+    # No cap: nothing to compare with (the alert stays silent rather than divide by 0).
+    assert ("ascension:max_live_games", "") not in recorded_settings(manifests("open-engine"))
+    # The threshold must be a bucket bound the engine exports.
+    lint = helm_python.lint(
+        str(CHART_DIR),
+        {"metrics": {"prometheusRule": {"slo": {"latency": {"thresholdSeconds": "0.3"}}}}},
+        strict=True,
+    )
+    assert lint["errors"]
+
+
+def test_the_latency_thresholds_offered_are_the_engines_buckets() -> None:
+    from prometheus_client.utils import floatToGoString
+
+    from engine_service.server import metrics
+
+    schema = json.loads((CHART_DIR / "values.schema.json").read_text())
+    slo = schema["properties"]["metrics"]["properties"]["prometheusRule"]["properties"]["slo"]
+    offered = slo["properties"]["latency"]["properties"]["thresholdSeconds"]["enum"]
+    assert offered == [floatToGoString(b) for b in metrics._LATENCY_BUCKETS]  # type: ignore[no-untyped-call]
+
+
+def test_only_its_password_restarts_the_in_chart_redis() -> None:
+    """Rotating a TLS certificate or a key rolls the engines and workers, never the one Redis
+    pod (whose restart pauses every game)."""
+    plain = pod_annotations(manifests("defaults"), "StatefulSet", "redis")
+    for scenario in ("tls-existing-secret", "operator-keys-existing-public-create"):
+        assert pod_annotations(manifests(scenario), "StatefulSet", "redis") == plain, scenario
+        engine = pod_annotations(manifests(scenario), "Deployment", "engine")
+        assert "checksum/existing-secrets" in engine, scenario
+    assert set(plain) >= {"checksum/redis-auth"}

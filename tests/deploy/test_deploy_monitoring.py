@@ -8,6 +8,7 @@ they record.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from typing import Any
@@ -22,6 +23,7 @@ from tests.deploy.deploy_support import (
     CONTRACT,
     DEPLOY,
     EXTERNAL_SERIES,
+    RECORDED_SERIES,
     SERVER_SIDE_CODES,
     TARGET_LABELS,
     PromQLFacts,
@@ -50,6 +52,13 @@ TOPICS = {
     "AI moves not consumed": "ascension_worker_move_outcomes_total",
     "engine or workers down": "up",
     "Redis memory against maxmemory": "redis_memory_max_bytes",
+    "Redis down": "redis_up",
+    "Redis snapshots failing": "redis_rdb_last_bgsave_status",
+    "Redis AOF writes failing": "redis_aof_last_write_status",
+    "Redis replication link": "redis_master_link_up",
+    "AI queue length": "redis_key_size",
+    "live games near the cap": "ascension:max_live_games",
+    "service level objectives": "ascension:slo_objective:ratio",
 }
 ALERTS_TEST = DEPLOY / "prometheus" / "alerts_test.yaml"
 
@@ -76,7 +85,12 @@ def check_label_values(facts: PromQLFacts, where: str) -> None:
 
 def alert_rules() -> list[dict[str, Any]]:
     document = yaml.safe_load(ALERTS.read_text())
-    return [rule for group in document["groups"] for rule in group["rules"]]
+    return [rule for group in document["groups"] for rule in group["rules"] if "alert" in rule]
+
+
+def recording_rules() -> list[dict[str, Any]]:
+    document = yaml.safe_load(ALERTS.read_text())
+    return [rule for group in document["groups"] for rule in group["rules"] if "record" in rule]
 
 
 # ---------------------------------------------------------------------------
@@ -94,6 +108,13 @@ def test_alerts_file_structure() -> None:
     for group in document["groups"]:
         assert set(group) <= {"name", "interval", "rules"}, group["name"]
         assert group["rules"], group["name"]
+        if group["name"] == "ascension-settings":
+            # Settings only: one series per setting and namespace.
+            for rule in group["rules"]:
+                assert set(rule) == {"record", "expr", "labels"}, rule
+                assert re.fullmatch(r"vector\([0-9.]+\)", rule["expr"]), rule
+                assert rule["labels"]["namespace"] == "ascension", "compose's namespace"
+            continue
         for rule in group["rules"]:
             assert set(rule) <= {
                 "alert",
@@ -119,8 +140,12 @@ def test_alert_expression_uses_contract_metrics(rule: dict[str, Any]) -> None:
     check_label_values(facts, rule["alert"])
     # Annotations may only name labels the expression keeps.
     used = set(re.findall(r"\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)", json.dumps(rule["annotations"])))
-    # Without an aggregation the series keep their target labels too.
-    kept = facts.labels | (TARGET_LABELS if not aggregations(rule["expr"]) else frozenset())
+    # Without an aggregation the series keep their target labels and their own too.
+    kept = facts.labels
+    if not aggregations(rule["expr"]):
+        kept |= TARGET_LABELS
+        for metric in facts.metrics:
+            kept |= CONTRACT.metric_labels.get(metric, frozenset())
     assert used <= kept, f"{rule['alert']}: annotations use {sorted(used - kept)}"
 
 
@@ -299,7 +324,8 @@ def test_dashboard_covers_every_topic_and_every_metric() -> None:
     for panel in dashboard_panels():
         for target in panel["targets"]:
             used |= promql_facts(grafana_to_promql(target["expr"])).metrics
-    assert set(TOPICS.values()) - {"up", "redis_memory_max_bytes"} <= used
+    shown_elsewhere = {"up"} | set(EXTERNAL_SERIES)  # the scraper's, the exporter's, settings
+    assert set(TOPICS.values()) - shown_elsewhere <= used
     assert {"up", "redis_memory_max_bytes", "process_cpu_seconds_total"} <= used
     shown = {CONTRACT.family_of(series).name for series in used - set(EXTERNAL_SERIES)}
     missing = {family.name for family in CONTRACT.families} - shown
@@ -398,3 +424,115 @@ def test_compose_scrape_config_names_jobs_and_namespace() -> None:
     for name in SCRAPE_JOBS:
         relabel = jobs[name]["relabel_configs"]
         assert {"target_label": "namespace", "replacement": "ascension"} in relabel, name
+
+
+# ---------------------------------------------------------------------------
+# Service level objectives: the SRE workbook's multi-window, multi-burn-rate alerts
+# ---------------------------------------------------------------------------
+
+# (long window, short window, burn rate): page on 2% of a 30-day budget in 1 h or 5% in 6 h,
+# ticket on 10% in 3 days; each short window 1/12 of its long one.
+HOUR = datetime.timedelta(hours=1)
+FAST_BURN = {(HOUR, HOUR / 12, 14.4), (6 * HOUR, 6 * HOUR / 12, 6.0)}
+SLOW_BURN = {(72 * HOUR, 72 * HOUR / 12, 1.0)}
+
+
+def burn_conditions(expr: str) -> list[tuple[datetime.timedelta, float, str]]:
+    """(window, burn rate, objective) of each comparison of a ratio with an error budget
+    (`ratio[window] > on (namespace) (rate * (1 - ascension:slo_objective:ratio{slo=...}))`),
+    in the order they appear."""
+    import promql_parser
+
+    found: list[tuple[datetime.timedelta, float, str]] = []
+
+    def nodes(tree: Any, kind: type) -> list[Any]:
+        out: list[Any] = []
+
+        def collect(node: Any) -> bool:
+            if isinstance(node, kind):
+                out.append(node)
+            return True
+
+        promql_parser.walk(tree, collect)
+        return out
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, promql_parser.BinaryExpr) and str(node.op) == ">":
+            objectives = [
+                m.value
+                for s in nodes(node.rhs, promql_parser.VectorSelector)
+                if s.name == "ascension:slo_objective:ratio"
+                for m in s.matchers.matchers
+                if m.name == "slo"
+            ]
+            if objectives:
+                windows = {m.range for m in nodes(node.lhs, promql_parser.MatrixSelector)}
+                (window,) = windows
+                numbers = [n.val for n in nodes(node.rhs, promql_parser.NumberLiteral)]
+                rate = [n for n in numbers if n != 1] or [1.0]
+                found.append((window, float(rate[0]), objectives[0]))
+        return True
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found
+
+
+@pytest.mark.parametrize("slo", ["availability", "latency"])
+def test_each_objective_has_a_page_and_a_ticket_as_the_workbook_says(slo: str) -> None:
+    name = slo.capitalize()
+    rules = {r["alert"]: r for r in alert_rules()}
+    fast, slow = rules[f"Ascension{name}BudgetBurnFast"], rules[f"Ascension{name}BudgetBurnSlow"]
+    assert fast["labels"]["severity"] == "critical" and slow["labels"]["severity"] == "warning"
+    for rule, expected in ((fast, FAST_BURN), (slow, SLOW_BURN)):
+        found = burn_conditions(rule["expr"])
+        assert {s for _w, _r, s in found} == {slo}, rule["alert"]
+        # Each long window with its short one, both against the same burn rate.
+        pairs = {(found[i][0], found[i + 1][0], found[i][1]) for i in range(0, len(found), 2)}
+        assert all(found[i][1] == found[i + 1][1] for i in range(0, len(found), 2))
+        assert pairs == expected, rule["alert"]
+        assert re.search(r"\band on \(namespace\)", rule["expr"]), "both windows must agree"
+
+
+def test_the_indicators_count_what_users_feel() -> None:
+    """Availability: unary calls (WatchGame streams end CANCELLED whenever a watcher leaves)
+    failing on the server's side, DEADLINE_EXCEEDED and CANCELLED included. Latency: unary
+    calls but the searches (AnalyzePosition), which take their budget by design."""
+    rules = {r["alert"]: r for r in alert_rules()}
+    for name in (
+        "AscensionAvailabilityBudgetBurnFast",
+        "AscensionAvailabilityBudgetBurnSlow",
+        "AscensionGrpcErrorRateHigh",
+    ):
+        facts = promql_facts(rules[name]["expr"])
+        assert facts.matched_values("code") == SERVER_SIDE_CODES, name
+        assert {"DEADLINE_EXCEEDED", "CANCELLED"} <= facts.matched_values("code")
+        assert ("method", "!=", "WatchGame") in {
+            (n, str(o), v) for n, o, v in facts.matchers
+        } or all(v == "WatchGame" for n, o, v in facts.matchers if n == "method"), name
+        assert facts.matched_values("method") == {"WatchGame"}, name
+    for name in (
+        "AscensionLatencyBudgetBurnFast",
+        "AscensionLatencyBudgetBurnSlow",
+        "AscensionGrpcLatencyP99High",
+    ):
+        facts = promql_facts(rules[name]["expr"])
+        assert facts.matched_values("method") == {"WatchGame", "AnalyzePosition"}, name
+
+
+def test_the_settings_the_alerts_compare_against_are_recorded() -> None:
+    """Every settings series the rules read is recorded (for compose's namespace here; the
+    chart writes its own), and compose's match compose's engines."""
+    records = {r["record"] for r in recording_rules()}
+    assert records == set(RECORDED_SERIES)
+    read = set().union(*(promql_facts(r["expr"]).metrics for r in alert_rules()))
+    assert set(RECORDED_SERIES) <= read
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    cap = compose["services"]["engine"]["environment"].get(
+        "ENGINE_MAX_LIVE_GAMES", CONTRACT.engine_defaults["ENGINE_MAX_LIVE_GAMES"]
+    )
+    (recorded_cap,) = [r for r in recording_rules() if r["record"] == "ascension:max_live_games"]
+    assert recorded_cap["expr"] == f"vector({cap})"
+    (threshold,) = [
+        r for r in recording_rules() if r["record"] == "ascension:slo_latency_threshold:seconds"
+    ]
+    assert threshold["expr"] == f"vector({threshold['labels']['le']})", "the value is the bucket"

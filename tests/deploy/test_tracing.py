@@ -1,8 +1,8 @@
 """OpenTelemetry tracing (off by default) and the log formats.
 
-test_one_trace_follows_an_ai_move runs tracing_scenario.py: the real engine server, a real
-Celery worker of ai_workers and a gRPC client in one process, their spans in an in-memory
-exporter, on a real redis-server.
+test_one_trace_per_move_linked_to_the_call_that_caused_it runs tracing_scenario.py: the real
+engine server, a real Celery worker of ai_workers and a gRPC client in one process, their
+spans in an in-memory exporter, on a real redis-server.
 """
 
 from __future__ import annotations
@@ -38,50 +38,76 @@ def run_scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return spans, logs
 
 
-def test_one_trace_follows_an_ai_move() -> None:
+def test_one_trace_per_move_linked_to_the_call_that_caused_it() -> None:
     spans, logs = run_scenario()
     by_id = {s["span_id"]: s for s in spans}
+    traces: dict[str, list[dict[str, Any]]] = {}
+    for s in spans:
+        traces.setdefault(s["trace_id"], []).append(s)
 
     def parent(span: dict[str, Any]) -> dict[str, Any]:
         return by_id[span["parent_id"]]
 
-    (root,) = [s for s in spans if s["name"].endswith("/CreateGame") and s["kind"] == "CLIENT"]
-    assert root["parent_id"] is None, "the client's call starts the trace"
-    trace = [s for s in spans if s["trace_id"] == root["trace_id"]]
-    # client -> engine: the server span of CreateGame is the client span's child.
-    (server,) = [s for s in trace if s["name"].endswith("/CreateGame") and s["kind"] == "SERVER"]
-    assert parent(server) is root
-    # engine -> Celery: the move task is published inside CreateGame...
-    (publish,) = [
-        s for s in trace if s["kind"] == "PRODUCER" and s["parent_id"] == server["span_id"]
-    ]
-    assert publish["name"] == "apply_async/ascension.choose_move"
-    # ... and run by the worker as a child of the publication.
-    (task,) = [s for s in trace if s["kind"] == "CONSUMER" and s["parent_id"] == publish["span_id"]]
-    assert task["name"] == "run/ascension.choose_move"
-    # worker -> engine: the task's GetGame and SubmitAction, received by the engine.
-    calls = {
-        s["name"].rsplit("/", 1)[1]: s
-        for s in trace
-        if s["kind"] == "CLIENT" and s["parent_id"] == task["span_id"]
-    }
-    assert set(calls) == {"GetGame", "SubmitAction"}
-    submit = calls["SubmitAction"]
-    (received,) = [
-        s for s in trace if s["kind"] == "SERVER" and s["parent_id"] == submit["span_id"]
-    ]
-    assert received["name"] == "/ascension.v1.Engine/SubmitAction"
-    # The AI's next move of the same turn continues the trace from that submit.
-    assert any(s["kind"] == "PRODUCER" and s["parent_id"] == received["span_id"] for s in trace)
-    # Log lines written inside the task carry its trace id (LOG_FORMAT=json).
-    played = [
-        entry
-        for entry in logs
-        if entry["logger"] == "ascension.worker.runner" and "chose action" in entry["message"]
-    ]
-    assert played, logs[-5:]
-    assert {entry["trace_id"] for entry in played} == {root["trace_id"]}
-    assert all(len(entry["span_id"]) == 16 for entry in played)
+    def root_of(trace_id: str) -> dict[str, Any]:
+        (root,) = [s for s in traces[trace_id] if s["parent_id"] is None]
+        return root
+
+    # The client's CreateGame: its own trace (client span -> the engine's server span).
+    (create,) = [s for s in spans if s["name"].endswith("/CreateGame") and s["kind"] == "CLIENT"]
+    assert create["parent_id"] is None, "the client's call starts the trace"
+    (created,) = [s for s in traces[create["trace_id"]]
+                  if s["name"].endswith("/CreateGame") and s["kind"] == "SERVER"]  # fmt: skip
+    assert parent(created) is create
+    assert not [s for s in traces[create["trace_id"]] if s["kind"] in ("PRODUCER", "CONSUMER")], (
+        "the AI's move is not in the trace of the call that caused it"
+    )
+    tasks = [s for s in spans if s["kind"] == "CONSUMER"]
+    assert len(tasks) >= 3, "three AI moves at least"
+    assert len({t["trace_id"] for t in tasks}) == len(tasks), "one trace per AI move"
+    cause = created
+    followed = 0
+    logged: list[int] = []  # "chose action" lines of each move, in its trace
+    while True:  # follow the moves from CreateGame, each linked to the one before
+        moves = [s for s in spans if s["name"] == "ascension.ai_move" and s["links"]
+                 and s["links"][0]["span_id"] == cause["span_id"]]  # fmt: skip
+        if not moves:
+            break
+        (move,) = moves
+        trace = traces[move["trace_id"]]
+        assert root_of(move["trace_id"]) is move, "the move's dispatch starts its trace"
+        assert move["links"] == [{"trace_id": cause["trace_id"], "span_id": cause["span_id"]}]
+        assert move["trace_id"] != cause["trace_id"]
+        assert move["attributes"]["ascension.game_id"] == move["game_id"]
+        assert move["attributes"]["ascension.bot"] == "random"
+        assert "ascension.token" not in json.dumps(move)
+        received_ = [s for s in trace if s["kind"] == "SERVER" and s["name"].endswith(
+            "/SubmitAction")]  # fmt: skip
+        if not received_:  # the move in flight when the game was deleted: no further checks
+            break
+        # engine -> Celery -> worker -> engine, all in the move's trace.
+        (publish,) = [s for s in trace if s["kind"] == "PRODUCER"]
+        assert publish["name"] == "apply_async/ascension.choose_move"
+        assert parent(publish) is move
+        (task,) = [s for s in trace if s["kind"] == "CONSUMER"]
+        assert task["name"] == "run/ascension.choose_move" and parent(task) is publish
+        calls = {s["name"].rsplit("/", 1)[1]: s for s in trace
+                 if s["kind"] == "CLIENT" and s["parent_id"] == task["span_id"]}  # fmt: skip
+        assert set(calls) == {"GetGame", "SubmitAction"}, calls
+        (received,) = received_
+        assert parent(received) is calls["SubmitAction"]
+        assert len(trace) < 20, f"a move is a handful of spans, not {len(trace)}"
+        # Log lines written inside the task carry the move's trace id (LOG_FORMAT=json).
+        played = [e for e in logs if e["logger"] == "ascension.worker.runner"
+                  and "chose action" in e["message"] and e.get("trace_id") == move["trace_id"]]  # fmt: skip
+        logged.append(len(played))
+        assert all(e["span_id"] in {s["span_id"] for s in trace} for e in played)
+        cause = received
+        followed += 1
+    complete = [t for t in tasks if any(s["kind"] == "SERVER" and s["name"].endswith("/SubmitAction")
+                                        for s in traces[t["trace_id"]])]  # fmt: skip
+    assert followed >= 3 and followed == len(complete), (followed, len(complete))
+    # (The last move's line may come after its submit, when the scenario had stopped.)
+    assert logged[:-1] == [1] * (followed - 1) and logged[-1] <= 1, logged
 
 
 def test_tracing_is_off_by_default_and_imports_nothing() -> None:
@@ -223,3 +249,44 @@ def test_real_processes_share_the_trace_of_an_ai_move(tmp_path: Path) -> None:
     assert f'"trace_id": "0x{trace_id}"' in engine.log(), engine.log()[-3000:]
     worker_log = log.read_text(errors="replace")
     assert f'"trace_id": "0x{trace_id}"' in worker_log, "the pool process exported its spans"
+
+
+def test_the_sdk_starts_client_spans_that_the_engine_continues() -> None:
+    """Client and AsyncClient: a CLIENT span per call, in the application's trace, and the
+    engine's server span of each call is its child (the context crossed in the metadata)."""
+    engine = support.start_engine(ASCENSION_TRACING="console", ENGINE_CALLER_SEEDS="anyone")
+    try:
+        result = subprocess.run(
+            [sys.executable, str(SCENARIO.with_name("sdk_tracing_scenario.py")), engine.address],
+            capture_output=True, text=True, timeout=120, check=False, cwd=support.ROOT,
+        )  # fmt: skip
+    finally:
+        engine.stop()
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    spans = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    (turn,) = [s for s in spans if s["name"] == "a player's turn"]
+    calls = [s for s in spans if s["kind"] == "CLIENT"]
+    names = [s["name"].rsplit("/", 1)[1] for s in calls]
+    assert {"CreateGame", "GetGame", "SubmitAction"} <= set(names), names
+    sync_calls = [s for s in calls if s["trace_id"] == turn["trace_id"]]
+    assert {s["name"].rsplit("/", 1)[1] for s in sync_calls} >= {"CreateGame", "SubmitAction"}
+    assert all(s["parent_id"] == turn["span_id"] for s in sync_calls)
+    assert names.count("GetGame") >= 2, "the AsyncClient's call too"
+    log = engine.log()
+    for call in calls:  # the engine's span of each call: the client span's child
+        assert f'"parent_id": "0x{call["span_id"]}"' in log, call
+        assert f'"trace_id": "0x{call["trace_id"]}"' in log, call
+
+
+def test_the_sdk_without_opentelemetry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import is guarded: without the package the SDK's channels are left as they are."""
+    from clients.sdk import tracing
+    from clients.sdk._grpc import grpc
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.instrumentation.grpc", None)
+    channel = grpc.insecure_channel("127.0.0.1:1")
+    try:
+        assert tracing.traced_channel(channel) is channel
+        assert tracing.aio_interceptors() == []
+    finally:
+        channel.close()

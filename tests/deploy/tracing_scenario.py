@@ -4,7 +4,7 @@ The engine's server (ascension-engine's serve(), on a real redis-server given as
 a real Celery worker of ai_workers (solo pool, in a thread) and a gRPC client share one
 tracer provider whose spans go to an in-memory exporter. The client creates a game of two
 AI seats (the random bot), waits for three moves, and deletes it. Prints each
-span as a JSON line to stdout; logs JSON lines (LOG_FORMAT=json) to stderr.
+span as a JSON line to stdout (with its links); logs JSON lines (LOG_FORMAT=json) to stderr.
 """
 
 from __future__ import annotations
@@ -119,6 +119,16 @@ for span in exporter.get_finished_spans():
                 "trace_id": format(span.context.trace_id, "032x"),
                 "span_id": format(span.context.span_id, "016x"),
                 "parent_id": format(parent, "016x") if parent is not None else None,
+                "links": [
+                    {
+                        "trace_id": format(link.context.trace_id, "032x"),
+                        "span_id": format(link.context.span_id, "016x"),
+                    }
+                    for link in span.links
+                ],
+                "attributes": {
+                    k: v for k, v in (span.attributes or {}).items() if k.startswith("ascension.")
+                },
                 "game_id": game.game_id,
             }
         )

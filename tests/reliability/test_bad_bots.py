@@ -22,7 +22,10 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -230,6 +233,44 @@ def test_a_bot_that_kills_its_worker_process_is_dead_lettered(
                      r"\(worker_lost\): not delivered again; the fallback move plays instead", log)  # fmt: skip
     assert worker.check().returncode == 0  # the worker lives on
     assert_no_token(tokens_of(game), log, engine.log())
+
+
+def test_a_raising_bot_is_quarantined_and_its_fallbacks_are_reported(
+    engine: support.Engine, worker: Worker
+) -> None:
+    """``ascension bots`` against the engine and the worker: the raising bot's games end, its
+    seats' fallback moves are stored with the games, its results are marked, the bot is
+    quarantined after 3 raises in a row, and each bot process logs its traceback once."""
+    ascension = Path(sys.executable).with_name("ascension")
+    out = subprocess.run(
+        [str(ascension), "bots", "--address", engine.address, "--bots", "raiser,heuristic",
+         "--games", "2", "--budget-ms", "200", "--parallel", "2", "--seed", "3"],
+        capture_output=True, text=True, timeout=GAME_BOUND, env={**os.environ, "COLUMNS": "250"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert re.search(r"raiser \(!\) .* \d+/\d+ ", out.stdout), out.stdout  # the table's row
+    (note,) = [line for line in out.stdout.splitlines() if line.startswith("(!)")]
+    assert note.startswith("(!) raiser: ") and note.endswith("not raiser's own strength"), note
+    games = engine.stub().ListGames(epb.ListGamesRequest(page_size=50), timeout=CALL).games
+    mine = [g for g in games if {s.bot_name for s in g.seats} == {"raiser", "heuristic"}][:2]
+    for g in mine:
+        view = engine.stub().GetGame(epb.GetGameRequest(game_id=g.game_id), timeout=CALL)
+        assert view.over
+        for s in view.seat_info:
+            if s.bot_name == "heuristic":
+                assert s.fallback_moves == 0
+            else:  # every decision of the raiser: its own raise, then the quarantine
+                assert s.fallback_moves > 10 and s.last_fallback_reason == "quarantined"
+                assert s.last_fallback_version > 1
+    m = metrics(worker.metrics_port)
+    fallback = "ascension_worker_fallback_moves_total"
+    raised = series(m, fallback, bot="raiser", reason="bot_raised")
+    assert 3 <= raised <= 4, raised  # (two pool processes may both be deciding at the third)
+    assert series(m, fallback, bot="raiser", reason="quarantined") > 10
+    log = worker.log()
+    assert re.search(r"WARNING/\S+\] bot 'raiser' misbehaved 3 times in a row: quarantined", log)
+    assert "a bug, on a hand of" in log  # the bot's message: in the log, not in the views
+    assert log.count("Traceback") <= 2 < raised  # once per bot process (there are two)
 
 
 # What an AI move credential looks like (engine_service/server/tokens.py): the workers get

@@ -74,12 +74,15 @@ def check(s: State, cards: Counter[int], coins: Counter[int]) -> None:
     # equal states, equal bytes (a rebuilt history is checked against the stored state)
     assert rules.serialize(rules.deserialize(blob)) == blob, "the round trip changed the bytes"
     assert blob == packed_by_type(s), "serialize's fixed zones missed a list of small ints"
+    for q in range(s.n):  # what every seat knows of a hand is in it
+        assert s.known[q] == sorted(s.known[q]), "known cards out of order"
+        assert not Counter(s.known[q]) - Counter(s.hands[q]), "a card known in a hand is not there"
     for seat in range(s.n):
         v = rules.view(s, seat).state
         for q in range(s.n):
             if q != seat:
-                assert v.hands[q] == [], "a view holds another seat's hand"
+                assert v.hands[q] == s.known[q], "a view holds more of another seat's hand than is known"
         assert v.rng == 0
         assert v.center_deck == sorted(v.center_deck)
     spectator = rules.view(s).state
-    assert all(h == [] for h in spectator.hands)
+    assert spectator.hands == s.known

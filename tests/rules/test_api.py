@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import zlib
 from collections import Counter
 
 import pytest
@@ -70,10 +71,12 @@ def hide_differently(s: State, seat: int, seed: int) -> State:
         if q == seat:
             x = R.shuffle(x, t.decks[q])
         else:
-            pool = t.hands[q] + t.decks[q]
+            pool = t.hands[q] + t.decks[q]  # but the cards known to be in the hand
+            for c in t.known[q]:
+                pool.remove(c)
             x = R.shuffle(x, pool)
-            k = len(t.hands[q])
-            t.hands[q], t.decks[q] = pool[:k], pool[k:]
+            k = len(t.hands[q]) - len(t.known[q])
+            t.hands[q], t.decks[q] = t.known[q] + pool[:k], pool[k:]
     x = R.shuffle(x, t.center_deck)
     x = R.shuffle(x, t.bag)
     t.rng = R.step(x)
@@ -89,14 +92,15 @@ def test_a_view_depends_only_on_what_the_seat_may_know(seed: int) -> None:
         assert rules.view(s, seat).serialize() == rules.view(other, seat).serialize()
 
 
-def test_a_view_shows_own_hand_and_only_counts_of_others() -> None:
+def test_a_view_shows_own_hand_and_of_others_only_counts_and_what_all_know() -> None:
     s = midgame()
+    assert s.known[0] or s.known[2]  # (a deck has run out by then)
     v = rules.view(s, 1)
     assert Counter(v.state.hands[1]) == Counter(s.hands[1])
     assert v.hand_counts == [len(h) for h in s.hands]
-    assert v.state.hands[0] == [] and v.state.hands[2] == []
+    assert v.state.hands[0] == s.known[0] and v.state.hands[2] == s.known[2]
     spectator = rules.view(s)
-    assert all(h == [] for h in spectator.state.hands)
+    assert spectator.state.hands == s.known
 
 
 def test_determinize_gives_a_full_state_consistent_with_the_view() -> None:
@@ -143,6 +147,37 @@ def test_states_written_by_format_2_are_still_read() -> None:
     assert rules.deserialize(old) == s
     new = rules.serialize(s)
     assert new[0] == 3 and len(new) < len(old) / 2 and rules.deserialize(new) == s
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_states_and_views_written_before_known_hands_are_read_with_nothing_known(fmt: int) -> None:
+    """A state stored (or a view sent) without the ``known`` field is read as one in which
+    no card is known to be in any hand: what every seat knew then is forgotten, never made up."""
+    import marshal
+
+    from engine_service.rules.serialize import _packed, primitive_index, to_primitive
+    from engine_service.rules.view import VIEW_FORMAT
+
+    s = midgame()
+    assert any(s.known)
+    old = _packed(to_primitive(s)) if fmt == 3 else to_primitive(s)
+    del old[primitive_index("known")]
+    data = bytes([fmt]) + marshal.dumps(old, 2)
+    back = rules.deserialize(data)
+    assert back.known == [[] for _ in range(s.n)]
+    back.known = s.known
+    assert back == s
+    vw = rules.view(s, 0)
+    vw.state.known = [[] for _ in range(s.n)]  # a view as written then: no known cards in it
+    for q in range(1, s.n):
+        vw.state.decks[q] = sorted(vw.state.hands[q] + vw.state.decks[q])
+        vw.state.hands[q] = []
+    p = to_primitive(vw.state)
+    del p[primitive_index("known")]
+    blob = marshal.dumps([0, vw.hand_counts, p], 2)
+    read = rules.View.deserialize(bytes([VIEW_FORMAT]) + zlib.crc32(blob).to_bytes(4, "big") + blob)
+    assert read.state == vw.state
+    assert [len(h) for h in rules.determinize(read, 1).hands] == vw.hand_counts
 
 
 def test_states_written_with_marshal_back_references_are_still_read() -> None:

@@ -11,8 +11,9 @@ the action itself reveals is kept as it was, so that a difference can only come 
 leak: the cards the observer draws from its own deck, those the center deck turns over
 (all of it if The Void is reshuffled), the Treasure Bag if a coin is drawn, the RNG (whose
 shuffles are revealed by what is drawn after them), a card the acting seat shows from its
-hand (played, banished, revealed), and the hand of a seat whose turn ends (it goes face up
-to the discard pile). Everything else hidden is dealt again.
+hand (played, banished, revealed), the cards every seat knows to be in a hand
+(``State.known``), and the hand of a seat whose turn ends (it goes face up to the discard
+pile). Everything else hidden is dealt again.
 """
 
 from __future__ import annotations
@@ -59,13 +60,16 @@ def redeal(s: State, after: State, events: list[tuple[object, ...]], action: int
         if q in turn_ended:  # the hand goes face up to the discard pile, in its order
             rnd.shuffle(t.decks[q])
             continue
+        known = s.known[q]  # cards every seat knows to be in the hand stay there
         pool = s.hands[q] + s.decks[q]
+        for c in known:
+            pool.remove(c)
         rnd.shuffle(pool)
-        k = len(s.hands[q])
-        hand, deck = pool[:k], pool[k:]
+        k = len(s.hands[q]) - len(known)
+        hand, deck = known + pool[:k], pool[k:]
         if q == actor and shown >= 0 and shown not in hand:  # the card the action shows
-            i = deck.index(shown)
-            deck[i], hand[0] = hand[0], shown
+            i, j = deck.index(shown), len(known)
+            deck[i], hand[j] = hand[j], shown
         t.hands[q], t.decks[q] = hand, deck
     void_reshuffled = any(e[0] == "void_reshuffled" for e in events)
     k = len(s.center_deck) if void_reshuffled else len(s.center_deck) - len(after.center_deck)

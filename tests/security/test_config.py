@@ -9,6 +9,7 @@ import pytest
 
 from ai_workers import config as worker_config
 from engine_service.server import config
+from tests.security.pki import make_pki
 
 
 def test_every_variable_can_come_from_a_file(tmp_path: Path) -> None:
@@ -27,8 +28,7 @@ def test_every_variable_can_come_from_a_file(tmp_path: Path) -> None:
 
 
 def test_redis_credentials_and_tls_files_join_the_url(tmp_path: Path) -> None:
-    ca = tmp_path / "ca.pem"
-    ca.write_text("x")
+    ca = make_pki(tmp_path).ca
     s = config.load({"REDIS_URL": "rediss://redis:6380/2", "REDIS_USERNAME": "engine",
                      "REDIS_PASSWORD": "p@ss/word", "REDIS_TLS_CA_FILE": str(ca)})  # fmt: skip
     u = urlsplit(s.store_url)

@@ -148,6 +148,12 @@ class Engine:
 
 def start_engine(redis_url: str = "", **env: str) -> Engine:
     """Start the server on a free port (ENGINE_GRPC_PORT=0) and wait for its address line."""
+    return start_engine_of(ENGINE, redis_url, env)
+
+
+def start_engine_of(executable: Path, redis_url: str, env: dict[str, str]) -> Engine:
+    """``start_engine`` with an ``ascension-engine`` of another installation than this one's
+    (run without the sources on its path)."""
     metrics_port = free_port()
     full_env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")}
     full_env.update({
@@ -163,9 +169,11 @@ def start_engine(redis_url: str = "", **env: str) -> Engine:
     })
     if redis_url:
         full_env["REDIS_URL"] = redis_url
+    if executable != ENGINE:
+        del full_env["PYTHONPATH"]
     full_env.update(env)
     proc = subprocess.Popen(
-        [str(ENGINE), "serve"],
+        [str(executable), "serve"],
         env=full_env,
         cwd=ROOT,
         stdout=subprocess.PIPE,

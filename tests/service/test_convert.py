@@ -54,7 +54,7 @@ def _board(s: State, viewer: int) -> pb.Board:
             deck_count=len(s.decks[q]), discard_count=len(s.discards[q]), discard=s.discards[q],
             constructs=s.constructs[q], ongoing=s.ongoing[q], treasures=s.treasures[q],
             coins=[_coin(c) for c in s.coins[q]], crew=s.crew[q], honor_tokens=s.tokens[q],
-            ship_space=s.ship[q], played=s.played[q],
+            ship_space=s.ship[q], played=s.played[q], hand_known=s.known[q],
         )
         for q in range(s.n)
     ]  # fmt: skip
@@ -139,8 +139,9 @@ def test_in_place_messages_equal_the_plain_ones(sets: str, players: int, seed: i
     s = rules.new_game(rules.GameConfig(sets=sets, players=players, seed=seed))
     meta = _meta(players)
     rng = random.Random(seed)
-    version = 1
+    version, known = 1, False
     while True:
+        known = known or any(s.known)
         for seat in (rules.SPECTATOR, *range(s.n)):
             full = convert.game_view("g", version, s, meta, seat)
             assert full == _game_view("g", version, s, meta, seat)
@@ -159,6 +160,7 @@ def test_in_place_messages_equal_the_plain_ones(sets: str, players: int, seed: i
         u = convert.update("g", version, 0, action, description, s, evs)
         assert u == _update("g", version, 0, action, description, s, evs, u.time_unix_ms)
     assert s.over  # the end too: scores and winner
+    assert known, "no hand was ever known: the field went untested"
 
 
 def test_event_data_is_the_json_of_the_event() -> None:

@@ -4,6 +4,7 @@ the structured board and on the rules view bytes, all along a game."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
@@ -24,7 +25,9 @@ def _check(view: pb.GameView, hands: dict[int, list[int]], players: int) -> None
             assert sorted(rv.state.hands[q]) == sorted(hands[q])
         else:
             assert not seat.hand, f"seat {view.seat} sees the hand of seat {q}"
-            assert not rv.state.hands[q], f"seat {view.seat}'s rules view holds the hand of seat {q}"
+            known = list(seat.hand_known)  # what every seat knows to be there
+            assert rv.state.hands[q] == known, f"seat {view.seat}'s rules view holds the hand of seat {q}"
+            assert not Counter(known) - Counter(hands[q]), f"seat {q}'s known cards are not in its hand"
     assert rv.state.rng == 0  # no way to predict draws
 
 
@@ -43,7 +46,8 @@ def test_views_hide_other_hands(stub: rpc.EngineStub) -> None:
             _check(v, hands, players)
         assert spectator.seat == -1 and not spectator.legal_actions
         assert all(not s.hand for s in spectator.board.seats)
-        assert all(not h for h in rules.View.deserialize(spectator.rules_view).state.hands)
+        spectator_hands = rules.View.deserialize(spectator.rules_view).state.hands
+        assert spectator_hands == [list(s.hand_known) for s in spectator.board.seats]
         to_move = spectator.to_move
         if to_move < 0:
             break

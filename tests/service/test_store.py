@@ -28,7 +28,9 @@ from engine_service.store import (
     keys,
     new_commit_id,
 )
-from engine_service.store.redis_store import _LEASE_MARGIN, RedisStore, _pack
+from engine_service.store.redis.core import CLIENTS, LEASE_MARGIN
+from engine_service.store.redis.resp import pack
+from engine_service.store.redis_store import RedisStore
 from tests.service import support
 
 Body = Callable[[Any], Awaitable[None]]
@@ -45,12 +47,17 @@ def _run(store: Store, body: Body) -> None:
     asyncio.run(main())
 
 
-@pytest.fixture(params=["redis", "memory"])
+@pytest.fixture(params=["redis", "redis-py", "memory"])
 def make_store(request: pytest.FixtureRequest, redis_url: str) -> Iterator[Callable[..., Store]]:
+    """The Redis store with its own connection layer (the default), with redis-py's client,
+    and the in-process store."""
+
     def make(**settings: int) -> Store:
         s = dataclasses.replace(SETTINGS, **settings)
         if request.param == "redis":
             return RedisStore(redis_url, s, timeout=2.0)
+        if request.param == "redis-py":
+            return RedisStore(redis_url, s, timeout=2.0, client="redis-py")
         return MemoryStore(s)
 
     yield make
@@ -103,14 +110,14 @@ def test_pack_encodes_like_redis_py() -> None:
     from redis.asyncio.connection import Connection
 
     args: tuple[Any, ...] = ("EVALSHA", "ab", 2, "k:{é}", b"\x00\r\n", 10**20, -1, "")
-    assert _pack(*args) == b"".join(Connection().pack_command(*args))
+    assert pack(*args) == b"".join(Connection().pack_command(*args))
 
 
 def test_the_commit_is_packed_as_the_generic_packing_would() -> None:
     """The commit's command is packed by hand (its game's keys once, its text in one piece):
-    the bytes are those of _pack on its arguments, whatever they hold (non-ASCII ids and keys,
+    the bytes are those of pack on its arguments, whatever they hold (non-ASCII ids and keys,
     states longer than the table of headers, a pending AI move)."""
-    from engine_service.store import redis_store as rs
+    from engine_service.store.redis import core
 
     store = RedisStore("redis://127.0.0.1:1/0", SETTINGS)
     sent: list[bytes] = []
@@ -136,10 +143,10 @@ def test_the_commit_is_packed_as_the_generic_packing_would() -> None:
             gid, 7, parent, cid, c.attempt, 0, c.to_move, c.updated_ms, "12.5" if ai else "",
             state, keys.pack_window_entry(8, False, cid, parent, c.update, c.attempt),
             keys.pack_log_entry(c.seat, c.action), key, c.fingerprint, ai or b"", st.window,
-            st.idle_ttl * 1000, st.idle_ttl * 1000 + st.idle_ttl * 1000 // rs._LEASE_MARGIN,
-            st.finished_ttl, st.finished_window_ttl, rs._NEWS_LENGTH,
+            st.idle_ttl * 1000, st.idle_ttl * 1000 + st.idle_ttl * 1000 // LEASE_MARGIN,
+            st.finished_ttl, st.finished_window_ttl, core.NEWS_LENGTH,
         )  # fmt: skip
-        expected = _pack("EVALSHA", store._commit.sha, 7, *ks, active, ai_index, keys.news_key(keys.bucket_of(gid)), *args)  # fmt: skip
+        expected = pack("EVALSHA", store._commit.sha, 7, *ks, active, ai_index, keys.news_key(keys.bucket_of(gid)), *args)  # fmt: skip
         assert sent.pop() == expected
 
 
@@ -199,9 +206,9 @@ def test_heads_of_many_games_over_buckets_and_script_calls(
 ) -> None:
     """The watch hub's check of its games: every game that exists, with its version and
     commit id, whatever the buckets and however many script calls it takes."""
-    from engine_service.store import redis_store
+    from engine_service.store.redis import watch
 
-    monkeypatch.setattr(redis_store, "_HEADS_PER_CALL", 3)
+    monkeypatch.setattr(watch, "HEADS_PER_CALL", 3)
 
     async def body(store: Store) -> None:
         gids = [_game_id() for _ in range(12)]
@@ -418,7 +425,7 @@ def test_expiry_idle_then_finished(redis_url: str) -> None:
         cid = await _play(store, gid, cid, 1, 2)
         r = redis.Redis.from_url(redis_url)
         g, u, lg, i = keys.game_keys(gid)
-        lease = 3600_000 + 3600_000 // _LEASE_MARGIN
+        lease = 3600_000 + 3600_000 // LEASE_MARGIN
         for k in (g, u, lg, i):
             assert 3600_000 - 5000 < r.pttl(k) <= lease, k  # idle expiry: see the next test
         assert (await store.commit(_commit(gid, 3, cid, key="x", over=True))).status is CommitStatus.OK
@@ -430,7 +437,7 @@ def test_expiry_idle_then_finished(redis_url: str) -> None:
 
 
 def test_an_unfinished_games_keys_live_a_lease_past_its_last_move(redis_url: str) -> None:
-    """Its idle time, and at most 1/_LEASE_MARGIN of it longer: a move renews the expiry of
+    """Its idle time, and at most 1/LEASE_MARGIN of it longer: a move renews the expiry of
     all its keys once less than the idle time is left (not at every move), and keys that a
     move creates (the log at the first, the idempotency hash at the first keyed one, however
     late) get it at once. The active index dates the game no earlier than its lease's end
@@ -438,7 +445,7 @@ def test_an_unfinished_games_keys_live_a_lease_past_its_last_move(redis_url: str
 
     async def body(store: RedisStore) -> None:
         r: Any = redis.Redis.from_url(redis_url)
-        idle, lease = 3600_000, 3600_000 + 3600_000 // _LEASE_MARGIN
+        idle, lease = 3600_000, 3600_000 + 3600_000 // LEASE_MARGIN
         gid = _game_id()
         ks = keys.game_keys(gid)
         active = keys.index_keys(keys.bucket_of(gid))[1]
@@ -641,7 +648,8 @@ async def _rewind(store: Store, gid: str, version: int, cid: str) -> None:
 # ---- the hot path's connections -----------------------------------------------------------
 
 
-def test_dropped_connections_and_flushed_scripts_are_recovered() -> None:
+@pytest.mark.parametrize("client", CLIENTS)
+def test_dropped_connections_and_flushed_scripts_are_recovered(client: str) -> None:
     """On a Redis of its own: it drops every client's connections; calls go on."""
 
     async def body(store: RedisStore) -> None:
@@ -660,7 +668,7 @@ def test_dropped_connections_and_flushed_scripts_are_recovered() -> None:
 
     with support.redis_server() as url:
         admin = redis.Redis.from_url(url)
-        _run(RedisStore(url, SETTINGS, timeout=2.0), body)
+        _run(RedisStore(url, SETTINGS, timeout=2.0, client=client), body)
 
 
 def test_many_concurrent_calls_beyond_the_hot_path_limit(redis_url: str) -> None:
@@ -693,7 +701,8 @@ def test_cancelled_call_leaves_no_half_read_connection(redis_url: str) -> None:
     _run(RedisStore(redis_url, SETTINGS, timeout=2.0), body)
 
 
-def test_unreachable_redis_is_a_store_error() -> None:
+@pytest.mark.parametrize("client", CLIENTS)
+def test_unreachable_redis_is_a_store_error(client: str) -> None:
     async def body(store: RedisStore) -> None:
         t0 = time.monotonic()
         with pytest.raises(StoreError):
@@ -703,11 +712,14 @@ def test_unreachable_redis_is_a_store_error() -> None:
         assert time.monotonic() - t0 < 10  # retried for ENGINE_REDIS_RETRY_SECONDS, then given up
 
     url = f"redis://127.0.0.1:{support.free_port()}/0"
-    _run(RedisStore(url, SETTINGS, timeout=1.0, retry_seconds=1.0), body)
+    _run(RedisStore(url, SETTINGS, timeout=1.0, retry_seconds=1.0, client=client), body)
 
 
-def test_a_silent_redis_times_out_as_a_store_error() -> None:
-    """The hot path's one deadline per round trip is the configured Redis timeout."""
+@pytest.mark.parametrize("client", ["hand", "redis-py"])
+def test_a_silent_redis_times_out_as_a_store_error(client: str) -> None:
+    """A round trip's deadline is the configured Redis timeout, and a call gives up once its
+    retry time has passed (the hand-written connection names the timeout; redis-py says it
+    timed out)."""
 
     async def main() -> None:
         accepted: list[asyncio.StreamWriter] = []
@@ -717,14 +729,16 @@ def test_a_silent_redis_times_out_as_a_store_error() -> None:
 
         server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        store = RedisStore(f"redis://127.0.0.1:{port}/0", SETTINGS, timeout=0.3, retry_seconds=0.5)
+        store = RedisStore(f"redis://127.0.0.1:{port}/0", SETTINGS, timeout=0.3, retry_seconds=0.5,
+                           client=client)  # fmt: skip
+        said = r"within 0\.3s" if client == "hand" else "(?i)time"
         try:
             for call in (
                 lambda: store.load(_game_id()),
                 lambda: store.commit(_commit(_game_id(), 1, "")),
             ):
                 t0 = time.monotonic()
-                with pytest.raises(StoreError, match=r"within 0\.3s"):
+                with pytest.raises(StoreError, match=said):
                     await call()
                 assert time.monotonic() - t0 < 3.0
         finally:
@@ -782,7 +796,7 @@ def test_a_reader_with_a_position_reads_only_the_windows_that_changed() -> None:
     of one game among many makes it read that game's window only (counted in Redis's own
     command statistics), and nothing is missed: a game new to the reader, a burst of news
     longer than the news stream keeps."""
-    from engine_service.store.redis_store import _NEWS_LENGTH
+    from engine_service.store.redis.core import NEWS_LENGTH
 
     with support.redis_server() as url:
         r = redis.Redis.from_url(url)
@@ -823,11 +837,11 @@ def test_a_reader_with_a_position_reads_only_the_windows_that_changed() -> None:
             # More news than the stream keeps: the reader cannot know which games moved, so it
             # reads every window.
             other = watched[1]
-            cids[busy] = await _play(store, busy, cids[busy], 6, _NEWS_LENGTH + 20, key=False)
+            cids[busy] = await _play(store, busy, cids[busy], 6, NEWS_LENGTH + 20, key=False)
             cids[other] = await _play(store, other, cids[other], 1, 1)  # news past the first read
             news = await store.read_updates(cursors, 0, pos)
             assert [u.version for u in news[other]] == [2]
-            assert news[busy][-1].version == 6 + _NEWS_LENGTH + 20
+            assert news[busy][-1].version == 6 + NEWS_LENGTH + 20
             cursors[busy], cursors[other] = news[busy][-1].version, 2
             # A game of another bucket given with the same position: read too (the position
             # names one bucket; the games new since it are each placed in theirs).

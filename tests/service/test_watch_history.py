@@ -172,13 +172,14 @@ def test_a_log_that_does_not_replay_is_out_of_range() -> None:
 def test_a_history_is_rebuilt_at_every_version() -> None:
     """Whatever version the game is at, a watcher beyond the window gets the history rebuilt:
     the replay ends on the stored state (once, states whose bytes changed on a round trip,
-    about 1 in 100, were taken for a log that does not replay: OUT_OF_RANGE)."""
+    about 1 in 100, were taken for a log that does not replay: OUT_OF_RANGE), what every seat
+    knows of the hands (``hand_known``) included."""
 
     async def run() -> None:
         games, _ = setup()
         game = await create(games, players=2, seed=0)
         rng = random.Random(0)
-        version = 1
+        version, known = 1, 0
         while True:
             sent = await play(games, game, 1, rng)
             if not sent:
@@ -188,7 +189,9 @@ def test_a_history_is_rebuilt_at_every_version() -> None:
             rebuilt = await games.hub.history.since(game.game_id, after)
             assert rebuilt is not None, f"no history rebuilt at version {version}"
             assert [u.version for u in rebuilt] == list(range(after + 1, version + 1))
-        assert version > 100
+            seats = (await games.view(game.game_id, "")).board.seats
+            known += any(s.hand_known for s in seats)
+        assert version > 100 and known > 0
 
     asyncio.run(run())
 

@@ -6,6 +6,7 @@ Rendered offline with Helm's own library (helm_python) and checked against the K
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,27 @@ def test_the_ingress_needs_tls_and_hosts() -> None:
     for ingress in ({"enabled": True, "hosts": ["a.example.com"]}, {"enabled": True, "tls": TLS}):
         with pytest.raises(helm_python.HelmRenderError, match=r"web\.ingress\.enabled"):
             render({"web": {"enabled": True, "ingress": ingress}})
+
+
+def web_values(**web: Any) -> dict[str, Any]:
+    values: dict[str, Any] = copy.deepcopy(WEB)
+    values["web"].update(web)
+    return values
+
+
+def test_the_gateway_answers_the_ingress_hosts_and_the_allowed_names() -> None:
+    # The gateway refuses any Host it does not serve (421): behind the Ingress it must be told
+    # the public names, or every browser request would be refused.
+    values = web_values(allowedHosts=["lb.example.com", "play.example.com"])
+    (deployment,) = of(render(values), "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(container["command"][1:])
+    assert args.allow_host == ["play.example.com", "lb.example.com"]
+    report = helm_python.lint(str(CHART), values, strict=True)
+    assert not report["errors"], report["errors"]
+
+
+def test_allowed_hosts_are_names_only() -> None:
+    values = web_values(allowedHosts=["evil.example.com/x"])
+    report = helm_python.lint(str(CHART), values, strict=True)
+    assert report["errors"]

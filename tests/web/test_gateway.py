@@ -3,9 +3,12 @@ Python client) against ``ascension web``, which forwards every call to its engin
 
 from __future__ import annotations
 
+import http.client
 import json
+import subprocess
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -19,8 +22,9 @@ from connectrpc.errors import ConnectError
 from connectrpc.protocol import ProtocolType
 
 from clients.web.gateway import PREFIX, SERVICE, method_info
+from engine_service import names
 from engine_service.api.ascension.v1 import engine_pb2
-from tests.web.conftest import WebServer
+from tests.web.conftest import WebServer, ascension_command, start_web, stop_web
 
 PROTOCOLS = {"connect": ProtocolType.CONNECT, "grpc-web": ProtocolType.GRPC_WEB}
 METHODS = {m.name: method_info(m) for m in SERVICE.methods}
@@ -188,3 +192,119 @@ def test_page_settings_and_files(web: WebServer) -> None:
     with pytest.raises(urllib.error.HTTPError) as missing:
         urllib.request.urlopen(web.url + "no-such-file.js", timeout=10)
     assert missing.value.code == 404
+
+
+# ---- Host and Origin: DNS rebinding and cross-site requests ------------------------------
+
+
+def send(
+    web: WebServer, method: str, path: str, headers: dict[str, str], body: bytes | None = None
+) -> tuple[int, bytes]:
+    """One request with exactly these Host/Origin headers (http.client sends no Host of its
+    own when one is given)."""
+    where = urllib.parse.urlsplit(web.url)
+    conn = http.client.HTTPConnection(where.hostname or "", where.port, timeout=20)
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def list_call(web: WebServer, **headers: str) -> tuple[int, bytes]:
+    return send(
+        web, "POST", PREFIX + "ListGames",
+        {"content-type": "application/json", **headers}, b"{}",
+    )  # fmt: skip
+
+
+def create_call(web: WebServer, **headers: str) -> tuple[int, bytes]:
+    seats = json.dumps({"seats": [{"name": "Mallory"}, {"name": "Eve"}]}).encode()
+    return send(
+        web, "POST", PREFIX + "CreateGame",
+        {"content-type": "application/json", **headers}, seats,
+    )  # fmt: skip
+
+
+def games(web: WebServer) -> int:
+    status, body = list_call(web, host=urllib.parse.urlsplit(web.url).netloc)
+    assert status == 200, body
+    return len(json.loads(body).get("games", []))
+
+
+def test_a_foreign_host_is_refused_everywhere(web: WebServer) -> None:
+    """DNS rebinding: attacker.example resolved to 127.0.0.1 reaches the port, but its
+    requests say Host: attacker.example and are refused: page, settings and API."""
+    port = urllib.parse.urlsplit(web.url).port
+    before = games(web)
+    for host in (f"attacker.example:{port}", "attacker.example", f"localhost.attacker.example:{port}", ""):
+        for method, path in (("GET", "/"), ("GET", "/config.json"), ("GET", "/index.html")):
+            status, body = send(web, method, path, {"host": host})
+            assert status == 421, (host, path, status, body[:200])
+            assert b"--allow-host" in body
+        assert list_call(web, host=host)[0] == 421
+        assert create_call(web, host=host, origin=f"http://{host}")[0] == 421
+    assert games(web) == before, "no game was created"
+
+
+def test_a_foreign_origin_is_refused(web: WebServer) -> None:
+    """A page of another site posting to the gateway (a simple request needs no preflight)."""
+    own = urllib.parse.urlsplit(web.url).netloc
+    before = games(web)
+    for origin in ("http://attacker.example", f"http://attacker.example:{web.url.rsplit(':', 1)[1].strip('/')}",
+                   "null", "http://127.0.0.1:1", "file://"):  # fmt: skip
+        status, body = create_call(web, host=own, origin=origin)
+        assert status == 403, (origin, status, body[:200])
+        assert b"other sites" in body
+        status, _ = send(web, "GET", "/config.json", {"host": own, "origin": origin})
+        assert status == 403
+    assert games(web) == before, "no game was created"
+
+
+def test_the_pages_own_requests_are_answered(web: WebServer) -> None:
+    own = urllib.parse.urlsplit(web.url).netloc
+    port = urllib.parse.urlsplit(web.url).port
+    for host, origin in ((own, f"http://{own}"), (f"localhost:{port}", f"http://localhost:{port}"),
+                         (f"[::1]:{port}", None), (own, None)):  # fmt: skip
+        headers = {"host": host, **({"origin": origin} if origin else {})}
+        assert send(web, "GET", "/", headers)[0] == 200, headers
+        assert send(web, "GET", "/config.json", headers)[0] == 200, headers
+        status, body = create_call(web, **headers)
+        assert status == 200, (headers, body[:300])
+
+
+def test_more_names_can_be_allowed(web: WebServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind a reverse proxy: --allow-host and ASCENSION_WEB_ALLOWED_HOSTS add names."""
+    monkeypatch.setenv("ASCENSION_WEB_ALLOWED_HOSTS", "b.example, c.example")
+    proxied = start_web("--address", web.engine, "--allow-host", "play.example.com")
+    try:
+        for name in ("play.example.com", "b.example", "c.example"):
+            assert send(proxied, "GET", "/config.json", {"host": name})[0] == 200, name
+            status, body = create_call(proxied, host=name, origin=f"https://{name}")
+            assert status == 200, (name, body[:300])
+        assert send(proxied, "GET", "/config.json", {"host": "attacker.example"})[0] == 421
+        own = urllib.parse.urlsplit(proxied.url).netloc
+        assert create_call(proxied, host=own, origin="https://attacker.example")[0] == 403
+    finally:
+        stop_web(proxied.proc)
+
+
+def test_a_bad_allowed_name_stops_it_before_it_serves() -> None:
+    for args in (["--allow-host", "http://play.example.com/"], ["--allow-host", "a b"]):
+        result = subprocess.run(
+            [*ascension_command(), "web", "--no-browser", "--port", "0", *args],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert result.returncode == 2 and "not a host name" in result.stderr, result
+
+
+@pytest.mark.parametrize("name", ["Ann\u202eevil", "\u200b\u200b"])
+def test_the_lobby_cannot_create_a_disguised_name(engine: Engine, name: str) -> None:
+    """The lobby's form sends the name in CreateGame: refused with the rule, through both
+    browser protocols."""
+    seats = [engine_pb2.SeatConfig(name=name), engine_pb2.SeatConfig(name="B")]
+    with pytest.raises(ConnectError) as info:
+        engine.call("CreateGame", engine_pb2.CreateGameRequest(seats=seats))
+    assert info.value.code == Code.INVALID_ARGUMENT
+    assert info.value.message.startswith(f"seats[0].name: {names.ALLOWED}; "), info.value.message

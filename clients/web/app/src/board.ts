@@ -294,6 +294,14 @@ function seatStats(ctx: Ctx, s: SeatState): HTMLElement {
   return h("p", { class: "stats" }, items.map((x, i) => (i ? [" · ", x] : x)));
 }
 
+/** An AI seat's fallback moves: its bot failed and a legal move was played instead. */
+function fallbackNote(ctx: Ctx, seat: number): HTMLElement | null {
+  const info = ctx.view.seatInfo.find((x) => x.seat === seat);
+  if (!info || info.fallbackMoves <= 0) return null;
+  const text = `${plural(info.fallbackMoves, "fallback move")} (latest: ${info.lastFallbackReason})`;
+  return h("p", { class: "fallbacks", title: "moves played because this seat's bot failed" }, text);
+}
+
 function seatPanel(ctx: Ctx, s: SeatState, mine: boolean): HTMLElement {
   const v = ctx.view;
   const active = v.board?.activeSeat === s.seat && !v.over;
@@ -304,7 +312,10 @@ function seatPanel(ctx: Ctx, s: SeatState, mine: boolean): HTMLElement {
     { class: `seat seat-${s.seat}${active ? " active" : ""}${mine ? " mine" : ""}`, "aria-label": title, "data-seat": s.seat },
     h("h3", {}, h("span", { class: `dot seat-${s.seat}`, "aria-hidden": "true" }), title, active ? h("span", { class: "badge" }, "playing") : null),
     seatStats(ctx, s),
+    fallbackNote(ctx, s.seat),
     mine ? cardRow(ctx, "Your hand", s.hand, "hand", "empty") : null,
+    // cards every seat knows to be in that hand (revealed and returned, or drawn as its deck ran out)
+    !mine && s.handKnown.length ? cardRow(ctx, "Known in hand", s.handKnown, null) : null,
     s.played.length || mine ? cardRow(ctx, mine ? "Played this turn" : "Played", s.played, null) : null,
     inPlay.length || mine ? cardRow(ctx, "Constructs and Ongoing", inPlay, "construct") : null,
     s.treasures.length || s.coins.length

@@ -171,7 +171,212 @@ Secret and key of ENGINE_AI_TOKEN_KEYS: engine.aiTokenKeys.existingSecret, else 
 Does the chart write <fullname>-engine-keys (something to put in it)?
 */}}
 {{- define "ascension-engine.createEngineKeysSecret" -}}
-{{- if not .Values.engine.aiTokenKeys.existingSecret }}true{{- end }}
+{{- if or (not .Values.engine.aiTokenKeys.existingSecret) (include "ascension-engine.generateOperatorKey" .) }}true{{- end }}
+{{- end }}
+
+{{/*
+Operator keys (ENGINE_OPERATOR_KEYS_FILE): engine.operatorKeys.existingSecret, else a key the
+chart generates into <fullname>-engine-keys and keeps across upgrades (lookup).
+*/}}
+{{- define "ascension-engine.generateOperatorKey" -}}
+{{- if and .Values.engine.operatorKeys.enabled (not .Values.engine.operatorKeys.existingSecret) }}true{{- end }}
+{{- end }}
+
+{{- define "ascension-engine.generatedOperatorKey" -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "ascension-engine.engineKeysSecretName" .) }}
+{{- if and $existing $existing.data (index $existing.data "operator-keys") }}
+{{- index $existing.data "operator-keys" | b64dec }}
+{{- else }}
+{{- randAlphaNum 40 }}
+{{- end }}
+{{- end }}
+
+{{- define "ascension-engine.operatorKeysSecretName" -}}
+{{- .Values.engine.operatorKeys.existingSecret | default (include "ascension-engine.engineKeysSecretName" .) }}
+{{- end }}
+
+{{- define "ascension-engine.operatorKeysSecretKey" -}}
+{{- if .Values.engine.operatorKeys.existingSecret }}{{ .Values.engine.operatorKeys.existingSecretKey }}{{ else }}operator-keys{{ end }}
+{{- end }}
+
+{{/*
+TLS on the engine's gRPC port. The Secrets, by role: the server's certificate and key, the CA
+the chart's own clients trust, the client CA (mTLS) and the certificate the chart's clients
+present. Fails on settings that cannot work.
+*/}}
+{{- define "ascension-engine.tlsServerSecret" -}}
+{{- $tls := .Values.engine.tls }}
+{{- if and $tls.existingSecret $tls.certManager.enabled }}
+{{- fail "engine.tls: set existingSecret or certManager.enabled, not both" }}
+{{- else if $tls.existingSecret }}
+{{- $tls.existingSecret }}
+{{- else if $tls.certManager.enabled }}
+{{- if not $tls.certManager.issuerRef.name }}
+{{- fail "engine.tls.certManager.enabled: set engine.tls.certManager.issuerRef.name" }}
+{{- end }}
+{{- printf "%s-engine-tls" (include "ascension-engine.fullname" .) }}
+{{- else }}
+{{- fail "engine.tls.enabled: set engine.tls.existingSecret (a kubernetes.io/tls Secret) or engine.tls.certManager.enabled" }}
+{{- end }}
+{{- end }}
+
+{{- define "ascension-engine.tlsCaSecret" -}}
+{{- .Values.engine.tls.ca.secretName | default (include "ascension-engine.tlsServerSecret" .) }}
+{{- end }}
+
+{{- define "ascension-engine.tlsClientCaSecret" -}}
+{{- .Values.engine.tls.clientAuth.caSecretName | default (include "ascension-engine.tlsCaSecret" .) }}
+{{- end }}
+
+{{- define "ascension-engine.tlsClientCaKey" -}}
+{{- if .Values.engine.tls.clientAuth.caSecretName }}{{ .Values.engine.tls.clientAuth.caKey }}{{ else }}{{ .Values.engine.tls.ca.key }}{{ end }}
+{{- end }}
+
+{{- define "ascension-engine.tlsClientCertSecret" -}}
+{{- $tls := .Values.engine.tls }}
+{{- if $tls.clientAuth.clientSecret }}
+{{- $tls.clientAuth.clientSecret }}
+{{- else if $tls.certManager.enabled }}
+{{- printf "%s-engine-client" (include "ascension-engine.fullname" .) }}
+{{- else }}
+{{- fail "engine.tls.clientAuth.enabled: set engine.tls.clientAuth.clientSecret (the certificate the chart's workers, web and tests present) or engine.tls.certManager.enabled" }}
+{{- end }}
+{{- end }}
+
+{{/*
+Is mutual TLS on? (Fails when clientAuth is on without TLS.)
+*/}}
+{{- define "ascension-engine.mtls" -}}
+{{- if .Values.engine.tls.clientAuth.enabled }}
+{{- if not .Values.engine.tls.enabled }}
+{{- fail "engine.tls.clientAuth.enabled needs engine.tls.enabled" }}
+{{- end }}true
+{{- end }}
+{{- end }}
+
+{{/*
+Where the TLS files are mounted (one projected volume, "engine-tls").
+*/}}
+{{- define "ascension-engine.tlsDir" -}}/etc/ascension/tls{{- end }}
+
+{{/*
+The projected volume of the TLS files a pod needs: (dict "ctx" $ "server" true) for the
+engine (its certificate and key, and the client CA with mTLS), without for the chart's
+clients. Every pod gets the CA it checks the engine against and, with mTLS, the client
+certificate it presents (the engine's own probes and local AI processes are clients too).
+*/}}
+{{- define "ascension-engine.tlsVolume" -}}
+{{- $ctx := .ctx }}
+{{- $tls := $ctx.Values.engine.tls }}
+- name: engine-tls
+  projected:
+    sources:
+      {{- if .server }}
+      - secret:
+          name: {{ include "ascension-engine.tlsServerSecret" $ctx }}
+          items:
+            - key: tls.crt
+              path: server.crt
+            - key: tls.key
+              path: server.key
+      {{- if include "ascension-engine.mtls" $ctx }}
+      - secret:
+          name: {{ include "ascension-engine.tlsClientCaSecret" $ctx }}
+          items:
+            - key: {{ include "ascension-engine.tlsClientCaKey" $ctx }}
+              path: client-ca.crt
+      {{- end }}
+      {{- end }}
+      - secret:
+          name: {{ include "ascension-engine.tlsCaSecret" $ctx }}
+          items:
+            - key: {{ $tls.ca.key }}
+              path: ca.crt
+      {{- if include "ascension-engine.mtls" $ctx }}
+      - secret:
+          name: {{ include "ascension-engine.tlsClientCertSecret" $ctx }}
+          items:
+            - key: tls.crt
+              path: client.crt
+            - key: tls.key
+              path: client.key
+      {{- end }}
+{{- end }}
+
+{{- define "ascension-engine.tlsMount" -}}
+- name: engine-tls
+  mountPath: {{ include "ascension-engine.tlsDir" . }}
+  readOnly: true
+{{- end }}
+
+{{/*
+The environment of a client of the engine (clients/sdk/tls.py: ASCENSION_TLS_*):
+(dict "ctx" $ "serverName" "name"): serverName overrides engine.tls.serverName (the probes
+dial 127.0.0.1).
+*/}}
+{{- define "ascension-engine.clientTlsEnv" -}}
+{{- $ctx := .ctx }}
+{{- if $ctx.Values.engine.tls.enabled }}
+{{- $dir := include "ascension-engine.tlsDir" $ctx }}
+- name: ASCENSION_TLS_CA_FILE
+  value: {{ printf "%s/ca.crt" $dir | quote }}
+{{- with (.serverName | default $ctx.Values.engine.tls.serverName) }}
+- name: ASCENSION_TLS_SERVER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- if include "ascension-engine.mtls" $ctx }}
+- name: ASCENSION_TLS_CERT_FILE
+  value: {{ printf "%s/client.crt" $dir | quote }}
+- name: ASCENSION_TLS_KEY_FILE
+  value: {{ printf "%s/client.key" $dir | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The engine Services' DNS names (what the chart's clients dial), for the server certificate.
+*/}}
+{{- define "ascension-engine.engineDnsNames" -}}
+{{- $full := include "ascension-engine.fullname" . }}
+{{- $names := list }}
+{{- range $service := list (printf "%s-engine" $full) (printf "%s-engine-headless" $full) }}
+{{- $names = append $names $service }}
+{{- $names = append $names (printf "%s.%s" $service $.Release.Namespace) }}
+{{- $names = append $names (printf "%s.%s.svc" $service $.Release.Namespace) }}
+{{- $names = append $names (printf "%s.%s.svc.cluster.local" $service $.Release.Namespace) }}
+{{- end }}
+{{- toJson (concat $names .Values.engine.tls.certManager.dnsNames | uniq) }}
+{{- end }}
+
+{{/*
+The in-cluster gRPC target of the engine Service (helm test, web).
+*/}}
+{{- define "ascension-engine.engineServiceTarget" -}}
+{{- printf "%s-engine:%d" (include "ascension-engine.fullname" .) (int .Values.engine.grpcPort) }}
+{{- end }}
+
+{{/*
+The external Redis's CA (externalRedis.tls.caSecret), mounted at /etc/ascension/redis-tls.
+*/}}
+{{- define "ascension-engine.redisTlsVolume" -}}
+{{- with .Values.externalRedis.tls.caSecret }}
+{{- if and .name (not $.Values.redis.enabled) }}
+- name: redis-tls
+  secret:
+    secretName: {{ .name }}
+    items:
+      - key: {{ .key | default "ca.crt" }}
+        path: ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "ascension-engine.redisTlsMount" -}}
+{{- if and .Values.externalRedis.tls.caSecret.name (not .Values.redis.enabled) }}
+- name: redis-tls
+  mountPath: /etc/ascension/redis-tls
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{/*
@@ -295,7 +500,21 @@ lookup at install/upgrade time: run `helm upgrade` after rotating one).
 {{- define "ascension-engine.secretChecksums" -}}
 checksum/secret: {{ include (print .Template.BasePath "/secret.yaml") . | sha256sum }}
 {{- $data := dict }}
-{{- range $name := list .Values.externalRedis.existingSecret .Values.broker.existingSecret .Values.redis.auth.existingSecret .Values.engine.aiTokenKeys.existingSecret }}
+{{- $names := list .Values.externalRedis.existingSecret .Values.broker.existingSecret .Values.redis.auth.existingSecret .Values.engine.aiTokenKeys.existingSecret }}
+{{- if .Values.engine.operatorKeys.enabled }}
+{{- $names = append $names .Values.engine.operatorKeys.existingSecret }}
+{{- end }}
+{{- if .Values.engine.tls.enabled }}
+{{- /* cert-manager's Secrets too: a renewal followed by `helm upgrade` rolls the pods */}}
+{{- $names = concat $names (list (include "ascension-engine.tlsServerSecret" .) (include "ascension-engine.tlsCaSecret" .)) }}
+{{- if include "ascension-engine.mtls" . }}
+{{- $names = concat $names (list (include "ascension-engine.tlsClientCaSecret" .) (include "ascension-engine.tlsClientCertSecret" .)) }}
+{{- end }}
+{{- end }}
+{{- if not .Values.redis.enabled }}
+{{- $names = append $names .Values.externalRedis.tls.caSecret.name }}
+{{- end }}
+{{- range $name := $names | uniq }}
 {{- if $name }}
 {{- $secret := lookup "v1" "Secret" $.Release.Namespace $name }}
 {{- $_ := set $data $name (($secret).data | default dict) }}
@@ -303,6 +522,20 @@ checksum/secret: {{ include (print .Template.BasePath "/secret.yaml") . | sha256
 {{- end }}
 {{- if $data }}
 checksum/existing-secrets: {{ toJson $data | sha256sum }}
+{{- end }}
+{{- end }}
+
+{{/*
+The in-chart Redis's own: its password (the chart's Secret, or redis.auth.existingSecret's
+data), so that rotating another Secret (a TLS certificate, a key) never restarts the one
+Redis pod.
+*/}}
+{{- define "ascension-engine.redisSecretChecksums" -}}
+{{- $secret := lookup "v1" "Secret" .Release.Namespace (include "ascension-engine.redisAuthSecretName" .) }}
+{{- if .Values.redis.auth.existingSecret }}
+checksum/existing-secrets: {{ toJson (($secret).data | default dict) | sha256sum }}
+{{- else }}
+checksum/redis-auth: {{ toJson (($secret).data | default dict) | sha256sum }}
 {{- end }}
 {{- end }}
 

@@ -109,7 +109,7 @@ class ListLegalActionsResponse(_message.Message):
     def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., to_move: _Optional[int] = ..., actions: _Optional[_Iterable[_Union[_game_pb2.LegalAction, _Mapping]]] = ...) -> None: ...
 
 class SubmitActionRequest(_message.Message):
-    __slots__ = ("game_id", "token", "expected_version", "action", "idempotency_key", "view_detail", "expected_commit_id", "seat_tokens")
+    __slots__ = ("game_id", "token", "expected_version", "action", "idempotency_key", "view_detail", "expected_commit_id", "seat_tokens", "fallback_reason")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -118,6 +118,7 @@ class SubmitActionRequest(_message.Message):
     VIEW_DETAIL_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     SEAT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    FALLBACK_REASON_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     token: str
     expected_version: int
@@ -126,7 +127,8 @@ class SubmitActionRequest(_message.Message):
     view_detail: ViewDetail
     expected_commit_id: str
     seat_tokens: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., expected_version: _Optional[int] = ..., action: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., view_detail: _Optional[_Union[ViewDetail, str]] = ..., expected_commit_id: _Optional[str] = ..., seat_tokens: _Optional[_Iterable[str]] = ...) -> None: ...
+    fallback_reason: str
+    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., expected_version: _Optional[int] = ..., action: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., view_detail: _Optional[_Union[ViewDetail, str]] = ..., expected_commit_id: _Optional[str] = ..., seat_tokens: _Optional[_Iterable[str]] = ..., fallback_reason: _Optional[str] = ...) -> None: ...
 
 class SubmitActionResponse(_message.Message):
     __slots__ = ("update", "view", "replayed")

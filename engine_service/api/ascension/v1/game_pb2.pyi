@@ -56,7 +56,7 @@ class LegalAction(_message.Message):
     def __init__(self, id: _Optional[int] = ..., kind: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
 
 class SeatState(_message.Message):
-    __slots__ = ("seat", "hand", "hand_count", "deck_count", "discard_count", "discard", "constructs", "ongoing", "treasures", "coins", "crew", "honor_tokens", "ship_space", "played")
+    __slots__ = ("seat", "hand", "hand_count", "deck_count", "discard_count", "discard", "constructs", "ongoing", "treasures", "coins", "crew", "honor_tokens", "ship_space", "played", "hand_known")
     SEAT_FIELD_NUMBER: _ClassVar[int]
     HAND_FIELD_NUMBER: _ClassVar[int]
     HAND_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +71,7 @@ class SeatState(_message.Message):
     HONOR_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SHIP_SPACE_FIELD_NUMBER: _ClassVar[int]
     PLAYED_FIELD_NUMBER: _ClassVar[int]
+    HAND_KNOWN_FIELD_NUMBER: _ClassVar[int]
     seat: int
     hand: _containers.RepeatedScalarFieldContainer[int]
     hand_count: int
@@ -85,7 +86,8 @@ class SeatState(_message.Message):
     honor_tokens: int
     ship_space: int
     played: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, seat: _Optional[int] = ..., hand: _Optional[_Iterable[int]] = ..., hand_count: _Optional[int] = ..., deck_count: _Optional[int] = ..., discard_count: _Optional[int] = ..., discard: _Optional[_Iterable[int]] = ..., constructs: _Optional[_Iterable[int]] = ..., ongoing: _Optional[_Iterable[int]] = ..., treasures: _Optional[_Iterable[int]] = ..., coins: _Optional[_Iterable[_Union[Coin, _Mapping]]] = ..., crew: _Optional[int] = ..., honor_tokens: _Optional[int] = ..., ship_space: _Optional[int] = ..., played: _Optional[_Iterable[int]] = ...) -> None: ...
+    hand_known: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, seat: _Optional[int] = ..., hand: _Optional[_Iterable[int]] = ..., hand_count: _Optional[int] = ..., deck_count: _Optional[int] = ..., discard_count: _Optional[int] = ..., discard: _Optional[_Iterable[int]] = ..., constructs: _Optional[_Iterable[int]] = ..., ongoing: _Optional[_Iterable[int]] = ..., treasures: _Optional[_Iterable[int]] = ..., coins: _Optional[_Iterable[_Union[Coin, _Mapping]]] = ..., crew: _Optional[int] = ..., honor_tokens: _Optional[int] = ..., ship_space: _Optional[int] = ..., played: _Optional[_Iterable[int]] = ..., hand_known: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CenterSpace(_message.Message):
     __slots__ = ("space", "card", "treasures_under")
@@ -140,7 +142,7 @@ class Score(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., cards: _Optional[int] = ..., tokens: _Optional[int] = ..., treasure: _Optional[int] = ..., coins: _Optional[int] = ..., card_text: _Optional[int] = ..., total: _Optional[int] = ...) -> None: ...
 
 class SeatInfo(_message.Message):
-    __slots__ = ("seat", "kind", "name", "bot_name")
+    __slots__ = ("seat", "kind", "name", "bot_name", "fallback_moves", "last_fallback_reason", "last_fallback_version")
     class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         KIND_UNSPECIFIED: _ClassVar[SeatInfo.Kind]
@@ -153,11 +155,17 @@ class SeatInfo(_message.Message):
     KIND_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     BOT_NAME_FIELD_NUMBER: _ClassVar[int]
+    FALLBACK_MOVES_FIELD_NUMBER: _ClassVar[int]
+    LAST_FALLBACK_REASON_FIELD_NUMBER: _ClassVar[int]
+    LAST_FALLBACK_VERSION_FIELD_NUMBER: _ClassVar[int]
     seat: int
     kind: SeatInfo.Kind
     name: str
     bot_name: str
-    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot_name: _Optional[str] = ...) -> None: ...
+    fallback_moves: int
+    last_fallback_reason: str
+    last_fallback_version: int
+    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot_name: _Optional[str] = ..., fallback_moves: _Optional[int] = ..., last_fallback_reason: _Optional[str] = ..., last_fallback_version: _Optional[int] = ...) -> None: ...
 
 class Board(_message.Message):
     __slots__ = ("turn", "active_seat", "first_seat", "runes", "power", "seats", "center", "kraken", "ghost_pirate_space", "board_coin", "board_coin_space", "honor_pool", "final_round", "the_void", "mystic_pile", "heavy_infantry_pile", "center_deck_count", "treasure_bag_count", "decision")

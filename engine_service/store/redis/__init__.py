@@ -1,0 +1,18 @@
+"""The parts of the Redis store (``engine_service.store.redis_store.RedisStore`` is their
+sum), each a module with one job:
+
+- ``lua/*.lua`` and ``scripts.py``: the Lua scripts, one per atomic step, read at import;
+- ``resp.py``: commands packed in the Redis protocol by hand, for the hot path;
+- ``connection.py``: how the parts reach Redis (a command by key, a script, WAIT), one
+  implementation per client library (``ENGINE_REDIS_CLIENT``):
+  - ``link.py`` (``hand``, the default): the store's own connection layer over redis-py's
+    connections: routing by key over a Cluster's nodes (MOVED, ASK, TRYAGAIN, failovers), one
+    deadline per round trip, retries of whole calls, commands packed by hand;
+  - ``redispy.py`` (``redis-py``): redis-py's pool and command layer;
+- ``commit_args.py``: the commit script's keys and arguments, as values and packed by hand;
+- ``core.py``: what every part shares: the connection, the settings, WAIT's confirmation;
+- ``games.py``: a game's own keys: create, load, the commit, idempotency keys, replay log;
+- ``watch.py``: reading the updates of many games for watchers (the buckets' news streams);
+- ``index.py``: walkers over the buckets: listing, the AI index, counts, tidying;
+- ``records.py``: decoding what the replies hold (damaged bytes: UnreadableData).
+"""

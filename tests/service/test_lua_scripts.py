@@ -1,0 +1,199 @@
+"""Each of the store's Lua scripts (engine_service/store/redis/lua) loads into a real Redis
+under the SHA1 the store sends it by, and runs once on a game of its own with the answer the
+store reads from it. A script added to the package without a case here fails the test."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from engine_service.store import keys
+from engine_service.store.redis import scripts
+
+_ids = itertools.count()
+
+
+@pytest.fixture
+def r(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+def _last_news(g: Game) -> Any:
+    entries: Any = g.r.xrevrange(g.news, count=1)
+    return entries[0][0]
+
+
+def _run(r: redis.Redis, script: scripts.Script, keys_: list[str], *args: Any) -> Any:
+    return r.evalsha(script.sha, len(keys_), *keys_, *args)
+
+
+class Game:
+    """A game's keys, created by create.lua with one commit by commit.lua."""
+
+    def __init__(self, r: redis.Redis) -> None:
+        self.gid = f"lua-{next(_ids)}-{id(self):x}"
+        self.record, self.window, self.log, self.idem = keys.game_keys(self.gid)
+        self.bucket = keys.bucket_of(self.gid)
+        self.games, self.active, self.ai = keys.index_keys(self.bucket)
+        self.news = keys.news_key(self.bucket)
+        self.cid1, self.cid2, self.attempt = "11" * 8, "22" * 8, "33" * 8
+        self.r = r
+        for script in (scripts.CREATE, scripts.COMMIT):  # (whatever the case's order)
+            r.script_load(script.source)
+
+    def create(self) -> Any:
+        entry = keys.pack_window_entry(1, False, self.cid1, "", b"u1")
+        return _run(self.r, scripts.CREATE,
+                    [self.record, self.window, self.games, self.active, self.ai, self.news],
+                    self.gid, self.cid1, b"state-1", keys.pack_meta(b'{"m":1}'), entry, 0,
+                    1_000, "", "", 3600, 256)  # fmt: skip
+
+    def commit(self, expected_cid: str = "", ai: bytes = b"") -> Any:
+        entry = keys.pack_window_entry(2, False, self.cid2, self.cid1, b"u2", self.attempt)
+        return _run(self.r, scripts.COMMIT,
+                    [self.record, self.window, self.log, self.idem, self.active, self.ai,
+                     self.news],
+                    self.gid, 1, expected_cid or self.cid1, self.cid2, self.attempt, 0, 1, 2_000,
+                    "12.5" if ai else "", b"state-2", entry, keys.pack_log_entry(0, 65536), "k1",
+                    b"fp", ai, 8, 3_600_000, 3_614_062, 600, 300, 256)  # fmt: skip
+
+
+def _create(g: Game) -> None:
+    assert g.create() == 1
+    assert g.create() == 1  # sent again: recognised by its commit id
+    g.cid1 = "44" * 8
+    assert g.create() == 0  # another game with that id
+    g.cid1 = "11" * 8
+    assert g.r.hget(g.record, "version") == b"1"
+    assert g.r.zscore(g.games, g.gid) == 0
+    assert 0 < g.r.ttl(g.window) <= 3600
+
+
+def _commit(g: Game) -> None:
+    g.create()
+    assert g.commit(expected_cid="55" * 8) == [b"conflict", b"1", g.cid1.encode()]
+    assert g.commit(ai=b'{"seat":1}') == [b"ok", 2, g.cid2.encode()]
+    assert g.commit() == [b"ok", b"2", g.cid2.encode()]  # the same Commit again
+    assert g.r.hmget(g.record, "version", "cid", "state") == [b"2", g.cid2.encode(), b"state-2"]
+    assert g.r.hget(g.record, "ai") == b'2|{"seat":1}'
+    assert g.r.zscore(g.ai, g.gid) == 12.5
+    assert g.r.llen(g.window) == 2
+    assert g.r.get(g.log) == keys.pack_log_entry(0, 65536)
+    assert g.r.pttl(g.record) > 3_600_000
+
+
+def _load_if_changed(g: Game) -> None:
+    g.create()
+    meta = keys.pack_meta(b'{"m":1}')
+    assert _run(g.r, scripts.LOAD_IF_CHANGED, [g.record], "", "1") == [
+        b"1", g.cid1.encode(), b"0", b"state-1", meta]  # fmt: skip
+    assert _run(g.r, scripts.LOAD_IF_CHANGED, [g.record], g.cid1, "0") == [
+        b"1", g.cid1.encode(), b"0"]  # fmt: skip
+    assert _run(g.r, scripts.LOAD_IF_CHANGED, [g.record + "x"], "", "0") is None
+
+
+def _idempotent(g: Game) -> None:
+    g.create()
+    g.commit()
+    assert _run(g.r, scripts.IDEMPOTENT, [g.idem], "k1", "1") == b"2|fp"
+    assert _run(g.r, scripts.IDEMPOTENT, [g.idem], "k2", "0") is None
+
+
+def _update_at(g: Game) -> None:
+    g.create()
+    g.commit()
+    entry = _run(g.r, scripts.UPDATE_AT, [g.window], 2)
+    assert keys.unpack_window_entry_attempt(entry)[::4] == (2, g.attempt)
+    assert keys.unpack_window_entry(_run(g.r, scripts.UPDATE_AT, [g.window], 1))[0] == 1
+    assert _run(g.r, scripts.UPDATE_AT, [g.window], 3) is None
+
+
+def _touch(g: Game) -> None:
+    g.create()
+    assert _run(g.r, scripts.TOUCH, [g.record]) == 1
+    assert g.r.hget(g.record, "cid") == g.cid1.encode()
+
+
+def _replace(g: Game) -> None:
+    g.r.set(g.log, b"abc", ex=60)
+    assert _run(g.r, scripts.REPLACE, [g.log], 4, b"xyz") == 0
+    assert _run(g.r, scripts.REPLACE, [g.log], 3, b"xy") == 1
+    assert g.r.get(g.log) == b"xy" and g.r.ttl(g.log) > 0
+
+
+def _delete(g: Game) -> None:
+    g.create()
+    g.commit()
+    ks = [g.record, g.window, g.log, g.idem, g.games, g.active, g.ai]
+    assert _run(g.r, scripts.DELETE, ks, g.gid) == 1
+    assert g.r.exists(g.record, g.window, g.log, g.idem) == 0
+    assert g.r.zscore(g.games, g.gid) is None
+    assert _run(g.r, scripts.DELETE, ks, g.gid) == 0
+
+
+def _news(g: Game) -> None:
+    g.create()
+    g.commit()
+    last, found, behind = _run(g.r, scripts.NEWS, [g.news, g.window], 1)
+    assert found[0] == 1 and [keys.unpack_window_entry(e)[0] for e in found[1]] == [2]
+    assert behind == [] and last == _last_news(g)
+    assert _run(g.r, scripts.NEWS, [g.news, g.window], 5)[2] == [1]  # the cursor is ahead
+
+
+def _news_since(g: Game) -> None:
+    g.create()
+    before = _last_news(g)
+    g.commit()
+    gids, last, gap = _run(g.r, scripts.NEWS_SINCE, [g.news], before, 256)
+    assert gids == [g.gid.encode()] and gap == 0
+    assert last == _last_news(g)
+    assert _run(g.r, scripts.NEWS_SINCE, [g.news], "0-0", 1)[2] == 1  # a full page: maybe more
+
+
+def _heads(g: Game) -> None:
+    g.create()
+    g.commit()
+    assert _run(g.r, scripts.HEADS, [g.record, g.record + "x"]) == [
+        b"2", g.cid2.encode(), None, None]  # fmt: skip
+
+
+def _claim(g: Game) -> None:
+    g.create()
+    g.commit(ai=b"p1")
+    assert _run(g.r, scripts.CLAIM, [g.record], b"2|p0", b"2|p2") == 0
+    assert _run(g.r, scripts.CLAIM, [g.record], b"2|p1", b"2|p2") == 1
+    assert g.r.hget(g.record, "ai") == b"2|p2"
+
+
+CASES: dict[str, Callable[[Game], None]] = {
+    "create": _create,
+    "commit": _commit,
+    "load_if_changed": _load_if_changed,
+    "idempotent": _idempotent,
+    "update_at": _update_at,
+    "touch": _touch,
+    "replace": _replace,
+    "delete": _delete,
+    "news": _news,
+    "news_since": _news_since,
+    "heads": _heads,
+    "claim": _claim,
+}
+
+
+def test_every_script_has_a_case() -> None:
+    assert sorted(CASES) == scripts.names()
+
+
+@pytest.mark.parametrize("name", scripts.names())
+def test_script_loads_and_runs(r: redis.Redis, name: str) -> None:
+    script = scripts.load(name)
+    assert r.script_load(script.source) == script.sha
+    assert getattr(scripts, name.upper()) == script
+    CASES[name](Game(r))
