@@ -99,7 +99,9 @@ def iterate(call: Any) -> Generator[DecisionReview, None, None]:
     except grpc.RpcError as e:
         raise from_rpc_error(e) from None
     finally:
-        call.cancel()
+        cancel = getattr(call, "cancel", None)  # (a channel given to the client may wrap it)
+        if cancel is not None:
+            cancel()
 
 
 class AioReviewCall(Protocol):

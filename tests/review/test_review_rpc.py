@@ -233,7 +233,7 @@ class Saboteur:
 
     def __call__(self, s: rules.State, legal: list[int], version: int) -> int:
         view = rules.view(s, s.to_move())
-        a = self.bot.choose(view, legal, BotSettings(iterations=60, seed=7))
+        a = self.bot.choose(view, legal, BotSettings(iterations=100, seed=7))
         if not review.real_choice(s, legal, a):
             return a
         if len(self.sabotaged) < self.count and s.turn >= self.from_turn:
@@ -251,7 +251,7 @@ def test_deliberately_bad_decisions_are_mistakes_and_the_bots_own_mostly_good(
     client: Client,
 ) -> None:
     saboteur = Saboteur(count=3, from_turn=3, gap=0.08)
-    g, _, _ = play(client, 51, turns=14, choose={0: saboteur})
+    g, _, _ = play(client, 51, choose={0: saboteur}, until=lambda s: len(saboteur.sabotaged) == 3)
     assert len(saboteur.sabotaged) == 3, "no decision with a large enough gap to spoil"
     got = {r.version: r for r in client.review(g.game_id, g.token(0), budget_ms=CAP_MS)}
     assert set(got) == set(saboteur.sabotaged) | set(saboteur.own)

@@ -15,8 +15,7 @@ from engine_service.server import review
 from engine_service.server.analysis import ANALYSIS_SEED, _answer_of_result
 from engine_service.server.meta import GameMeta
 from tests.ai.test_hidden_information import differs_in_hidden_cards, other_deal
-
-ITERATIONS = 40
+from tests.review.support import ITERATIONS
 
 
 def played(
