@@ -32,8 +32,13 @@ def reply(payload: dict[str, Any], result: dict[str, Any]) -> engine_pb2.SubmitA
         iterations=int(result.get("iterations", 0)),
         error=str(result.get("error", ""))[:1000],
     )
-    for action, visits, p in result.get("candidates", []):
-        req.candidates.add(action=int(action), visits=int(visits), win_probability=float(p))
+    for action, visits, p, *rest in result.get("candidates", []):
+        req.candidates.add(
+            action=int(action),
+            visits=int(visits),
+            win_probability=float(p),
+            seat_win_probabilities=[float(x) for x in (rest[0] if rest else ())],
+        )
     return req
 
 

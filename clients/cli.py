@@ -6,6 +6,7 @@
     ascension watch GAME --address HOST:PORT
     ascension bots --games 20 --bots ismcts,heuristic
     ascension games --address HOST:PORT
+    ascension review GAME --address HOST:PORT --token T
     ascension web                       # the same in a browser (and a spectator's list of games)
 
 Without ``--address`` (or ``ASCENSION_ADDRESS``), ``play``, ``bots`` and ``web`` start
@@ -43,6 +44,7 @@ examples:
   ascension play --players 3 --bot ismcts,heuristic --sets both
   ascension watch GAME --address HOST:PORT      # spectate
   ascension bots --games 20 --bots ismcts,heuristic
+  ascension review GAME --address HOST:PORT --token T   # your decisions, rated
   ascension web                                 # play and watch in a browser
 Without --address (or ASCENSION_ADDRESS), play, bots and web start `ascension-engine serve` with
 its embedded defaults (no Redis, no Celery) and stop it on exit. Guide: docs/clients.md"""
@@ -222,6 +224,23 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _connection_flags(web)
 
+    rev = sub.add_parser(
+        "review", help="a seat's decisions in a game, rated by the engine's search",
+        description="Rate every decision of a seat with a real choice (best, good, inaccuracy, "
+        "mistake, blunder), from what it could see then, with the best alternative and the win "
+        "chance over the game. A seat's token reviews that seat at any time; the admin token "
+        "(--admin-token) or an operator key reviews any seat (--seat) once the game is over.",
+    )  # fmt: skip
+    rev.add_argument("game", metavar="GAME", help="the game id")
+    rev.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
+    rev.add_argument("--token", default="", help="your seat token in GAME")
+    rev.add_argument("--admin-token", default="", help="the game's admin token (any seat)")
+    rev.add_argument("--seat", type=int, default=None, help="seat to review, 1-based "
+                     "(default: the token's)")  # fmt: skip
+    rev.add_argument("--budget-ms", type=int, default=0, help="search time per decision "
+                     "(default: the engine's, 250 ms; it caps it)")  # fmt: skip
+    _connection_flags(rev)
+
     games = sub.add_parser("games", help="list the games on an engine")
     games.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
     games.add_argument("--active", action="store_true", help="only games not over")
@@ -301,6 +320,8 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
             stall_hint=hint, leaving=leaving,
         )  # fmt: skip
         outcome = session.run()
+        if outcome.view.over and not outcome.quit and sys.stdin.isatty():
+            offer_review(client, console, game_id, token)
         if outcome.quit:
             console.print(f"\nYou left game {game_id}.")
             if args.address:
@@ -362,6 +383,33 @@ def cmd_bots(args: argparse.Namespace, console: Console) -> int:
         for r in failed:
             console.print(f"[red]game {r.index} ({r.game_id or 'not created'}): {r.error}[/]")
     return 1 if failed else 0
+
+
+def cmd_review(args: argparse.Namespace, console: Console) -> int:
+    from clients.terminal.review import show_review
+
+    if not args.address:
+        console.print("[red]review needs --address (or ASCENSION_ADDRESS): the engine of the "
+                      "game.[/]")  # fmt: skip
+        return 2
+    token = args.token or args.admin_token
+    seat = None if args.seat is None else args.seat - 1
+    with _client(args, args.address, False) as client:
+        show_review(client, console, args.game, token, seat, args.budget_ms)
+    return 0
+
+
+def offer_review(client: Client, console: Console, game_id: str, token: str) -> None:
+    """At the end of a game played at the terminal: ask whether to review it, and do."""
+    from clients.terminal.play import read_line
+    from clients.terminal.review import show_review
+
+    try:
+        answer = read_line(console, "Review your decisions with the engine's search? (y/N) ")
+    except EOFError:
+        return
+    if answer.strip().lower() in ("y", "yes"):
+        show_review(client, console, game_id, token)
 
 
 def cmd_games(args: argparse.Namespace, console: Console) -> int:
@@ -433,6 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, _raise_interrupt)
     commands = {
         "play": cmd_play, "watch": cmd_watch, "bots": cmd_bots, "games": cmd_games, "web": cmd_web,
+        "review": cmd_review,
     }  # fmt: skip
     try:
         return commands[args.command](args, console)

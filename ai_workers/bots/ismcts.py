@@ -140,6 +140,8 @@ class SearchResult:
     values: dict[int, float]  # root action -> mean reward of the deciding seat
     tree: Tree | None = field(default=None, repr=False, compare=False)
     root: int = 0
+    # analyse only: root action -> every seat's mean reward after it (a game review's chart)
+    seat_values: dict[int, tuple[float, ...]] = field(default_factory=dict, compare=False)
 
     @property
     def iterations_per_second(self) -> float:
@@ -201,6 +203,8 @@ def search(
 
     if tree is None:
         tree, root = Tree(), 0
+    # analyse: every seat's summed reward per root child (the tree keeps the chooser's only)
+    seat_sums: dict[int, list[float]] | None = {} if analyse else None
     kids, visits, total, avail, actor = tree.kids, tree.visits, tree.total, tree.avail, tree.actor
     log, sqrt = math.log, math.sqrt
 
@@ -286,6 +290,13 @@ def search(
             apply_unchecked(s, rollout_action(s, acts, K, rnd, eps))
         r = evaluate_projection(s, K) if project else evaluate(s, K, softmax, weights)
         visits[root] += 1
+        if seat_sums is not None and len(path) > 1:
+            acc = seat_sums.get(path[1])
+            if acc is None:
+                seat_sums[path[1]] = list(r)
+            else:
+                for q in range(len(acc)):
+                    acc[q] += r[q]
         if paranoid:
             mine = r[me]
             for c in path[1:]:
@@ -301,7 +312,13 @@ def search(
     vis = {a: visits[c] for a, c in mine_kids.items() if a in legal}
     vals = {a: total[c] / visits[c] for a, c in mine_kids.items() if visits[c] and a in legal}
     action = max(legal, key=lambda a: (vis.get(a, 0), vals.get(a, 0.0)))
-    return SearchResult(action, it, time.perf_counter() - start, vis, vals, tree, root)
+    per_seat: dict[int, tuple[float, ...]] = {}
+    if seat_sums is not None:
+        for a, c in mine_kids.items():
+            acc = seat_sums.get(c)
+            if acc is not None and a in legal:
+                per_seat[a] = tuple(x / visits[c] for x in acc)
+    return SearchResult(action, it, time.perf_counter() - start, vis, vals, tree, root, per_seat)
 
 
 def _first_best(hand: list[int], rank: tuple[float, ...]) -> int:
@@ -323,6 +340,9 @@ class Candidate:
     visits: int
     win_probability: float  # the seat's mean evaluated chance of winning after this action
     description: str
+    # every seat's mean evaluated chance after this action, as this seat's search sees it
+    # (empty when the action was not visited)
+    seat_win_probabilities: tuple[float, ...] = ()
 
 
 def analyse(
@@ -342,6 +362,7 @@ def analyse(
             result.visits.get(a, 0),
             min(1.0, max(0.0, result.values.get(a, floor))),
             rules.describe_action(view.state, a),
+            tuple(min(1.0, max(0.0, x)) for x in result.seat_values.get(a, ())),
         )
         for a in legal
     ]

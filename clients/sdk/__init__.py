@@ -38,6 +38,7 @@ from clients.sdk.errors import (
     UnavailableError,
     VersionConflictError,
 )
+from clients.sdk.review import DecisionReview, ReviewLabel
 from clients.sdk.sync import Client, Watch
 from clients.sdk.tls import TLS
 from clients.sdk.types import (
@@ -66,6 +67,7 @@ __all__ = [
     "Client",
     "CreatedGame",
     "DataLossError",
+    "DecisionReview",
     "FieldViolation",
     "GameNotFoundError",
     "GameNotOverError",
@@ -84,6 +86,7 @@ __all__ = [
     "ResourceExhaustedError",
     "Resync",
     "RetryPolicy",
+    "ReviewLabel",
     "SeatSpec",
     "SeedNotAllowedError",
     "ServerError",

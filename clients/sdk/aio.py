@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, Protocol, TypeVar, cast
 
@@ -28,6 +28,7 @@ from clients.sdk.errors import (
     newer,
     status_name,
 )
+from clients.sdk.review import AioReviewCall, DecisionReview, aiterate, review_request
 from clients.sdk.tls import TLS, aio_channel, operator_metadata
 from clients.sdk.tracing import aio_interceptors
 from clients.sdk.types import Catalog, CreatedGame, SeatSpec
@@ -53,6 +54,12 @@ class _Streaming(Protocol):
     def __call__(self, request: engine_pb2.WatchGameRequest) -> _AioStream: ...
 
 
+class _ReviewStreaming(Protocol):
+    def __call__(
+        self, request: engine_pb2.ReviewGameRequest, *, timeout: float | None, metadata: Any
+    ) -> AioReviewCall: ...
+
+
 class _AioStub(Protocol):
     """The generated stub as it behaves on a grpc.aio channel (calls return awaitables)."""
 
@@ -67,9 +74,8 @@ class _AioStub(Protocol):
     GetReplay: _Unary[engine_pb2.GetReplayRequest, engine_pb2.Replay]
     DeleteGame: _Unary[engine_pb2.DeleteGameRequest, engine_pb2.DeleteGameResponse]
     ListCards: _Unary[engine_pb2.ListCardsRequest, engine_pb2.ListCardsResponse]
-    AnalyzePosition: _Unary[
-        engine_pb2.AnalyzePositionRequest, engine_pb2.AnalyzePositionResponse
-    ]
+    AnalyzePosition: _Unary[engine_pb2.AnalyzePositionRequest, engine_pb2.AnalyzePositionResponse]
+    ReviewGame: _ReviewStreaming
 
 
 class AsyncClient:
@@ -299,6 +305,22 @@ class AsyncClient:
         self._seen(game_id, resp.version)
         return resp
 
+    def review(
+        self,
+        game_id: str,
+        token: str = "",
+        seat: int | None = None,
+        budget_ms: int = 0,
+        *,
+        with_views: bool = False,
+        timeout: float | None = None,
+    ) -> AsyncGenerator[DecisionReview, None]:
+        """A review of one seat's past decisions, as an async iterator (see
+        :meth:`clients.sdk.Client.review`): ``async for r in c.review(game_id, token): ...``."""
+        req = review_request(game_id, token, seat, budget_ms, with_views)
+        metadata = self._operator if not token else None
+        return aiterate(self._stub.ReviewGame(req, timeout=timeout, metadata=metadata))
+
     async def catalog(self, fingerprint: str = "") -> Catalog:
         cached = self._catalogs.get(fingerprint) if fingerprint else None
         if cached is not None:
@@ -309,7 +331,9 @@ class AsyncClient:
         self._catalogs[cat.fingerprint] = cat
         return cat
 
-    def _open_watch(self, game_id: str, after_version: int, after_commit_id: str = "") -> _AioStream:
+    def _open_watch(
+        self, game_id: str, after_version: int, after_commit_id: str = ""
+    ) -> _AioStream:
         req = engine_pb2.WatchGameRequest(
             game_id=game_id, after_version=after_version, after_commit_id=after_commit_id
         )

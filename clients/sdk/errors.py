@@ -107,9 +107,7 @@ class VersionConflictError(AscensionError):
 
     code = "ABORTED"
 
-    def __init__(
-        self, message: str, *, current_version: int | None = None, **kwargs: Any
-    ) -> None:
+    def __init__(self, message: str, *, current_version: int | None = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         if current_version is None:
             current_version = _int(self.metadata.get("current_version"))
@@ -306,9 +304,7 @@ def rich_status(error: grpc.RpcError) -> RichStatus:
         if detail.Unpack(info):  # False (nothing unpacked) for another type
             reason, domain, metadata = info.reason, info.domain, dict(info.metadata)
         elif detail.Unpack(bad):
-            violations.extend(
-                FieldViolation(v.field, v.description) for v in bad.field_violations
-            )
+            violations.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
         elif detail.Unpack(retry):
             retry_after = retry.retry_delay.ToNanoseconds() / 1e9
     return RichStatus(reason, domain, metadata, tuple(violations), retry_after)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any, TypeVar
@@ -30,6 +30,7 @@ from clients.sdk.errors import (
     newer,
     status_name,
 )
+from clients.sdk.review import DecisionReview, iterate, review_request
 from clients.sdk.tls import TLS, operator_metadata
 from clients.sdk.tls import channel as tls_channel
 from clients.sdk.tracing import traced_channel
@@ -325,6 +326,28 @@ class Client:
         )
         self._seen(game_id, resp.version)
         return resp
+
+    def review(
+        self,
+        game_id: str,
+        token: str = "",
+        seat: int | None = None,
+        budget_ms: int = 0,
+        *,
+        with_views: bool = False,
+        timeout: float | None = None,
+    ) -> Generator[DecisionReview, None, None]:
+        """A review of one seat's past decisions (:mod:`clients.sdk.review`): an iterator of
+        :class:`~clients.sdk.review.DecisionReview`, each as the server rates it. ``token``: the
+        seat's own (``seat`` may then be left out), or the admin token, or empty with the
+        client's operator key (those two review any seat, once the game is over).
+        ``budget_ms``: search time per decision (0 = the server's default; the server caps
+        it). ``with_views``: each review also holds the board as the seat saw it then
+        (``view``). ``timeout``: for the whole review (default: none). Not retried by itself:
+        asking again later is answered from what the server kept."""
+        req = review_request(game_id, token, seat, budget_ms, with_views)
+        metadata = self._operator if not token else None
+        return iterate(self._stub.ReviewGame(req, timeout=timeout, metadata=metadata))
 
     def catalog(self, fingerprint: str = "") -> Catalog:
         """The card catalog (cached per fingerprint)."""

@@ -8,9 +8,9 @@ application's trace. The spans go to the tracer provider the application sets up
 OpenTelemetry's no-op provider records nothing. Without the package nothing is imported and
 the channel is used as it is.
 
-``WatchGame`` is left out: a watch lasts as long as the game (one span of an hour says
-nothing), and OpenTelemetry's blocking interceptor would hand back a stream that cannot be
-cancelled.
+``WatchGame`` and ``ReviewGame`` are left out: a watch lasts as long as the game (one span of
+an hour says nothing), and OpenTelemetry's blocking interceptor would hand back a stream that
+cannot be cancelled (a review is cancelled when its reader stops).
 
 A channel given to the client (``channel=``) is used as it is: trace it yourself. Where the
 instrumentation already traces every channel of the process (``GrpcInstrumentorClient``), the
@@ -52,4 +52,6 @@ def aio_interceptors() -> list[Any]:
 def _not_watch() -> Any:
     from opentelemetry.instrumentation.grpc import filters
 
-    return filters.negate(filters.method_name("WatchGame"))
+    return filters.negate(
+        filters.any_of(filters.method_name("WatchGame"), filters.method_name("ReviewGame"))
+    )

@@ -59,24 +59,37 @@ class AnalysisSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class Candidate:
+    action: int
+    visits: int
+    win_probability: float
+    seat_win_probabilities: tuple[float, ...] = ()  # every seat's, as the seat's search sees it
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
-    candidates: list[tuple[int, int, float]]  # (action, visits, win probability)
+    candidates: list[Candidate]
     iterations: int
     error: str = ""
 
 
 def _answer_of_reply(data: bytes) -> Answer:
     r = epb.SubmitAnalysisRequest.FromString(data)
-    return Answer(
-        [(c.action, c.visits, c.win_probability) for c in r.candidates], r.iterations, r.error
-    )
+    cands = [
+        Candidate(c.action, c.visits, c.win_probability, tuple(c.seat_win_probabilities))
+        for c in r.candidates
+    ]
+    return Answer(cands, r.iterations, r.error)
 
 
 def _answer_of_result(result: object) -> Answer:
     """What the local pool's ``ai_workers.analysis:analyse_payload`` returned."""
     if not isinstance(result, dict):
         raise TypeError(f"an analysis result is a dict, not {type(result).__name__}")
-    cands = [(int(a), int(v), float(p)) for a, v, p in result.get("candidates", [])]
+    cands = [
+        Candidate(int(a), int(v), float(p), tuple(float(x) for x in (rest[0] if rest else ())))
+        for a, v, p, *rest in result.get("candidates", [])
+    ]
     return Answer(cands, int(result.get("iterations", 0)), str(result.get("error", "")))
 
 
@@ -153,20 +166,26 @@ class Analyses:
         legal = rules.legal_actions(state)
         self._running.add(seat_key)
         try:
-            answer, waited = await self._run(req.game_id, version, seat, state, legal, budget)
+            view = rules.view(state, seat)
+            answer, waited = await self.search(req.game_id, version, view, legal, budget)
         finally:
             self._running.discard(seat_key)
         return self._response(version, seat, budget, state, legal, answer, waited)
 
-    async def _run(
+    async def search(
         self,
         game_id: str,
         version: int,
-        seat: int,
-        state: rules.State,
+        view: rules.View,
         legal: list[int],
         budget_ms: int,
+        iterations: int | None = None,
     ) -> tuple[Answer, float]:
+        """One search of ``view`` (what its seat may know at ``version``) on the AI workers,
+        within ``budget_ms`` (and ``iterations``: default, this server's analysis setting);
+        the answer and the seconds waited. Raises the ServiceError to answer with when no
+        worker answers in time, or the search failed."""
+        seat = view.seat
         analysis_id = secrets.token_hex(8)
         seconds = budget_ms / 1000 + self.settings.grace_seconds
         now = time.time()
@@ -176,10 +195,10 @@ class Analyses:
             "seat": seat,
             "version": version,
             # the seat's information set, nothing more: the search samples the rest from it
-            "view": base64.b64encode(rules.view(state, seat).serialize()).decode(),
+            "view": base64.b64encode(view.serialize()).decode(),
             "legal": legal,
             "budget_ms": budget_ms,
-            "iterations": self.settings.max_iterations,
+            "iterations": self.settings.max_iterations if iterations is None else iterations,
             "seed": ANALYSIS_SEED,
             "engine_address": self.games.engine_address,
             "enqueued_at": now,
@@ -270,7 +289,8 @@ class Analyses:
         allowed = set(legal)
         seen: set[int] = set()
         rows = []
-        for action, visits, p in answer.candidates:
+        for c in answer.candidates:
+            action, visits, p = c.action, c.visits, c.win_probability
             if action in allowed and action not in seen:
                 seen.add(action)
                 rows.append((action, max(0, visits), min(1.0, max(0.0, p)) if p == p else 0.0))

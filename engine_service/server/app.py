@@ -27,6 +27,7 @@ from engine_service.server.health import Health
 from engine_service.server.limits import LogLimiter
 from engine_service.server.losses import describe
 from engine_service.server.metrics import Metrics
+from engine_service.server.review import Reviews
 from engine_service.server.service import SERVICE, EngineService, GuardedServer, add_to_server
 from engine_service.server.sweeper import Sweeper
 from engine_service.server.tokens import CredentialedDispatcher
@@ -244,8 +245,16 @@ async def serve(
     )
     games = Games(store, dispatcher, metrics, advertise, hub, ai_credentials)
     analyses = Analyses(games, settings.analysis_settings())
+    access = settings.access()
+    reviews = Reviews(analyses, settings.review_settings(), access)
     engine = EngineService(
-        games, metrics, settings.access(), settings.call_limits(), analyses, settings.callers()
+        games,
+        metrics,
+        access,
+        settings.call_limits(),
+        analyses,
+        callers=settings.callers(),
+        reviews=reviews,
     )
     add_to_server(engine, server)
     guarded = GuardedServer(server)  # undecodable requests: INVALID_ARGUMENT, no traceback

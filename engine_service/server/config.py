@@ -32,6 +32,7 @@ from engine_service.server.bots import MAX_TIME_MS
 from engine_service.server.callers import DEFAULT_HEADER, Callers, parse_networks
 from engine_service.server.grpc_compat import grpc
 from engine_service.server.limits import CallLimits, per_minute, per_second
+from engine_service.server.review import ReviewSettings
 from engine_service.server.tokens import AiCredentials
 
 
@@ -242,6 +243,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_ANALYSIS_MAX_IN_FLIGHT", "analysis_max_in_flight", int, 32, "analyses one server process waits for at once (0 = no cap)"),
     Option("ENGINE_ANALYSIS_MAX_ITERATIONS", "analysis_max_iterations", int, 0, "search iterations of an analysis (0 = the time budget alone)"),
     Option("ENGINE_ANALYSIS_GRACE_SECONDS", "analysis_grace_seconds", float, 5.0, "waited beyond an analysis's budget for the workers' answer"),
+    # -- game reviews (ReviewGame; docs/bots.md, "Game review") --
+    Option("ENGINE_REVIEW_MAX_BUDGET_MS", "review_max_budget_ms", int, 1000, "cap of a ReviewGame search's time per decision (0 = no reviews)"),
+    Option("ENGINE_REVIEW_BUDGET_MS", "review_budget_ms", int, 250, "search time per decision of a ReviewGame that asks for none"),
+    Option("ENGINE_REVIEW_PER_CALLER", "review_per_caller", int, 1, "reviews in flight per caller: a seat, an admin token, an operator key (0 = no limit)"),
+    Option("ENGINE_REVIEW_MAX_TOTAL_MS", "review_max_total_ms", int, 600000, "search time the reviews in flight on one server process may still need (0 = no cap)"),
+    Option("ENGINE_REVIEW_PARALLEL", "review_parallel", int, 2, "decisions of one review searched at once"),
     Option("REDIS_USERNAME", "redis_username", str, "", "Redis ACL user (if REDIS_URL names none)"),
     Option("REDIS_PASSWORD", "redis_password", str, "", "Redis password (if REDIS_URL has none)", secret=True),
     Option("REDIS_TLS_CA_FILE", "redis_tls_ca_file", str, "", "PEM CA bundle to check a rediss:// server against"),
@@ -302,6 +309,11 @@ class Settings:
     analysis_max_in_flight: int = 32
     analysis_max_iterations: int = 0
     analysis_grace_seconds: float = 5.0
+    review_max_budget_ms: int = 1000
+    review_budget_ms: int = 250
+    review_per_caller: int = 1
+    review_max_total_ms: int = 600000
+    review_parallel: int = 2
     redis_username: str = ""
     redis_password: str = field(default="", repr=False)
     redis_tls_ca_file: str = ""
@@ -371,6 +383,15 @@ class Settings:
             max_in_flight=self.analysis_max_in_flight,
             max_iterations=self.analysis_max_iterations,
             grace_seconds=self.analysis_grace_seconds,
+        )
+
+    def review_settings(self) -> ReviewSettings:
+        return ReviewSettings(
+            max_budget_ms=self.review_max_budget_ms,
+            budget_ms=self.review_budget_ms,
+            per_caller=self.review_per_caller,
+            max_total_ms=self.review_max_total_ms,
+            parallel=self.review_parallel,
         )
 
     @property
@@ -551,6 +572,23 @@ class Settings:
                 problems.append(f"{name} must not be negative")
         if not 0 < self.analysis_grace_seconds <= 600:
             problems.append("ENGINE_ANALYSIS_GRACE_SECONDS must be above 0 and at most 600")
+        problems.extend(self._review_problems())
+        return problems
+
+    def _review_problems(self) -> list[str]:
+        problems = []
+        if not 0 <= self.review_max_budget_ms <= MAX_TIME_MS:
+            problems.append(f"ENGINE_REVIEW_MAX_BUDGET_MS must be 0 (no reviews) to {MAX_TIME_MS}")
+        if not 1 <= self.review_budget_ms <= MAX_TIME_MS:
+            problems.append(f"ENGINE_REVIEW_BUDGET_MS must be 1 to {MAX_TIME_MS}")
+        for name, value in (
+            ("ENGINE_REVIEW_PER_CALLER", self.review_per_caller),
+            ("ENGINE_REVIEW_MAX_TOTAL_MS", self.review_max_total_ms),
+        ):
+            if value < 0:
+                problems.append(f"{name} must not be negative")
+        if not 1 <= self.review_parallel <= 64:
+            problems.append("ENGINE_REVIEW_PARALLEL must be 1 to 64")
         return problems
 
 

@@ -29,6 +29,7 @@ from engine_service.server.games import Games
 from engine_service.server.grpc_compat import grpc
 from engine_service.server.limits import CallLimits, LiveGamesCap, LogLimiter
 from engine_service.server.metrics import Metrics
+from engine_service.server.review import Reviews
 from engine_service.store import StoreError, UnreadableData
 
 log = logging.getLogger("ascension.engine.rpc")
@@ -123,6 +124,7 @@ class EngineService:
         limits: CallLimits | None = None,
         analyses: Analyses | None = None,
         callers: Callers | None = None,
+        reviews: Reviews | None = None,
     ) -> None:
         self.games = games
         self.metrics = metrics
@@ -130,6 +132,7 @@ class EngineService:
         self.limits = limits or CallLimits()
         self.callers = callers or Callers()
         self.analyses = analyses or Analyses(games)
+        self.reviews = reviews or Reviews(self.analyses, access=self.access)
         cap = self.limits.max_live_games
         self._live_games = LiveGamesCap(cap, games.store.active_games) if cap else None
 
@@ -210,6 +213,29 @@ class EngineService:
     ) -> epb.SubmitAnalysisResponse:
         await self.analyses.deliver(request)
         return epb.SubmitAnalysisResponse()
+
+    async def ReviewGame(
+        self, request: epb.ReviewGameRequest, context: Any
+    ) -> AsyncIterator[epb.DecisionReview]:
+        """Yields each decision's review as it is rated (``Reviews.review``)."""
+        t0 = time.perf_counter()
+        code = "OK"
+        try:
+            if request is UNDECODABLE:  # type: ignore[comparison-overlap]
+                raise _undecodable("ReviewGame", context)
+            async for r in self.reviews.review(request, context):
+                yield r
+        except asyncio.CancelledError:
+            code = "CANCELLED"
+            raise
+        except Exception as e:
+            if isinstance(e, grpc.aio.AbortError):
+                raise
+            err = _error_of(e)
+            code = err.code.value
+            await _fail(context, err)
+        finally:
+            self.metrics.observe_rpc("ReviewGame", code, t0)
 
     async def WatchGame(
         self, request: epb.WatchGameRequest, context: Any

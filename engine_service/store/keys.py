@@ -19,6 +19,8 @@ Keys of game ``G`` in bucket ``B`` (two digits)::
                     "\xff<version>" -> that version's key (which key leaves with it), and
                     "\xff" -> "" (the hash's expiry is set: see the commit script)
     asc:{B}:r:G:K   string: a reply left for the replica waiting for K (an analysis), short TTL
+    asc:{B}:v:G     hash: the game's reviews, "<seat>:<version>" -> a rated decision, as long
+                    as the game (``engine_service/store/reviews``)
 
 and the bucket's indexes and news::
 

@@ -46,6 +46,7 @@ def celery_engine(broker: str, redis_url: str, **env: str) -> support.Engine:
         ENGINE_AI_TOKEN_KEYS=KEYS,
         ENGINE_ANALYSIS_MAX_BUDGET_MS="20000",
         ENGINE_ANALYSIS_MAX_ITERATIONS=str(ITERATIONS),
+        ENGINE_REVIEW_MAX_BUDGET_MS="20000",
         **env,
     )
 
@@ -143,3 +144,21 @@ def test_without_a_worker_the_call_ends_with_deadline_exceeded(redis_url: str) -
     assert (err.value.code, err.value.reason) == ("DEADLINE_EXCEEDED", "ANALYSIS_TIMEOUT")
     assert "no AI worker answered" in err.value.message
     assert int(err.value.metadata["waited_ms"]) >= 1000  # it waited (the budget and) the grace
+
+
+def test_a_review_is_rated_by_the_workers_through_another_replica(
+    engines: tuple[support.Engine, support.Engine], worker: Worker
+) -> None:
+    """ReviewGame's searches go the hints' way: a Celery task each, answered at B, taken from
+    the store by A, which streams the ratings."""
+    a, b = engines
+    with Client(a.address, timeout=60.0) as ca:
+        gid, tokens, s = play_to_mid_game(ca, 5)
+        seat = 1 - s.to_move()  # (the seat that moved last: it has decisions behind it)
+        before = answers_taken(b)
+        reviews = list(ca.review(gid, tokens[seat], budget_ms=20_000))
+        again = list(ca.review(gid, tokens[seat]))
+    assert reviews and all(r.iterations == ITERATIONS and r.seat == seat for r in reviews)
+    assert all(len(r.win_probabilities) == 2 for r in reviews)
+    assert answers_taken(b) - before == len(reviews)  # one search each, all answered at B
+    assert [r.stored for r in again] == [True] * len(reviews)

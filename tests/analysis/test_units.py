@@ -41,7 +41,7 @@ def test_a_payload_as_the_engine_sends_it() -> None:
     view = base64.b64encode(rules.view(s, seat).serialize()).decode()
     out = analyse_payload(view=view, legal=legal, budget_ms=5000, iterations=50, seed=1,
                           analysis_id="0" * 16, token="an1.x", game_id="g")  # fmt: skip
-    assert sorted(a for a, _, _ in out["candidates"]) == sorted(legal)
+    assert sorted(a for a, *_ in out["candidates"]) == sorted(legal)
     expired = analyse_payload(view=view, legal=legal, budget_ms=5000, expires_at=1.0)
     assert expired["error"] and not expired["candidates"]
 

@@ -27,6 +27,7 @@ from tests.clients.tty import (
 )
 
 ENGINE_AT = re.compile(r"on the engine at (127\.0\.0\.1:\d+)")
+REVIEW_OFFER = r"Review your decisions with the engine's search\? \(y/N\) "
 
 pytestmark = [requires_ai, pytest.mark.timeout(120)]
 
@@ -43,7 +44,10 @@ def _engine_address(term: Terminal) -> tuple[str, dict[int, str]]:
 
 
 @pytest.mark.parametrize("bot_name", ["random", "ismcts"])
-def test_play_a_whole_game_against_a_bot(bot_name: str) -> None:
+def test_play_a_whole_game_against_a_bot(bot_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the review offered at the end: short searches (the private engine reads these)
+    monkeypatch.setenv("ENGINE_REVIEW_BUDGET_MS", "20")
+    monkeypatch.setenv("ENGINE_ANALYSIS_MAX_ITERATIONS", "20")
     t0 = time.monotonic()
     args = ["play", "--players", "2", "--bot", bot_name, "--seed", "1", "--budget-ms", "40"]
     term = Terminal(args)
@@ -67,6 +71,11 @@ def test_play_a_whole_game_against_a_bot(bot_name: str) -> None:
             else:
                 pytest.fail("the client exited before the end of the game:\n" + term.output[-3000:])
             assert time.monotonic() - t0 < 100, "the game takes too long"
+        term.expect([REVIEW_OFFER], timeout=30)
+        reviewed = bot_name == "ismcts"  # (one of the two games says yes)
+        term.send("y" if reviewed else "n")
+        if reviewed:
+            term.expect(["Win chance over the game:"], timeout=60)
         code = term.wait_exit()
     finally:
         term.kill()
@@ -84,6 +93,13 @@ def test_play_a_whole_game_against_a_bot(bot_name: str) -> None:
     assert "Total" in tail and re.search(rf"★ (You|Seat \d \({bot_name}\))\s+\d+", tail)
     assert re.search(rf"You win!|Seat \d \({bot_name}\) wins\.", tail)
     assert re.search(r"You\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+", tail)
+    # The review, when asked for: rated decisions and the win chance over the game.
+    if reviewed:
+        review = out[out.rindex("Review of your decisions") :]
+        assert re.search(r"T\d+\s+\S+ (Best|Good|Inaccuracy|Mistake|Blunder)\s", review)
+        assert re.search(r"You\s+[▁▂▃▄▅▆▇█]+\s+\d+% → \d+%", review)
+    else:
+        assert "Review of your decisions" not in out
     # The private engine is gone with the client.
     assert wait_closed(address), f"the engine at {address} still answers"
 

@@ -13,6 +13,7 @@ import { howToPlayButton } from "./howto";
 import { entryOf, type Entry } from "./log";
 import { seatName } from "./names";
 import { targetOf } from "./targets";
+import { reviewLink } from "./review";
 
 export const PACES: [string, number][] = [
   ["Slow", 800],
@@ -156,7 +157,7 @@ export class GameScreen {
     replaceKeepingFocus(this.el.ring, board.ring(t));
     replaceKeepingFocus(this.el.mine, board.mySeat(t));
     replaceKeepingFocus(this.el.others, h("h2", { id: "others-title" }, this.me >= 0 ? "Opponents" : "Players"), board.otherSeats(t));
-    replaceKeepingFocus(this.el.end, this.view.over ? board.scores(t) : null);
+    replaceKeepingFocus(this.el.end, this.view.over ? [board.scores(t), this.me >= 0 ? reviewLink(this.gameId) : null] : null);
     const plays = t.enabled ? this.plays() : [];
     const playAll =
       plays.length > 1

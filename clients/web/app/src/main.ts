@@ -1,9 +1,11 @@
-// The page: #/ the lobby, #/play/<game> your seat (token kept in this tab), #/watch/<game> a spectator.
+// The page: #/ the lobby, #/play/<game> your seat (token kept in this tab), #/watch/<game> a spectator,
+// #/review/<game> the review of your seat's decisions in that game.
 // Query options: ?protocol=grpc-web (default connect), ?pace=<ms> between others' moves.
 import { engineClient, errorText, type Protocol } from "./api";
 import { h } from "./dom";
 import { DEFAULT_PACE, GameScreen, PACES } from "./game";
 import { DEFAULT_CONFIG, Lobby, tokens, type PageConfig } from "./lobby";
+import { ReviewScreen } from "./review";
 import "./style.css";
 
 const params = new URLSearchParams(location.search);
@@ -33,6 +35,11 @@ let current: { stop(): void } | null = null;
 async function route(config: PageConfig): Promise<void> {
   current?.stop();
   current = null;
+  const rv = /^#\/review\/([\w-]+)$/.exec(location.hash);
+  if (rv) {
+    await review(rv[1]);
+    return;
+  }
   const m = /^#\/(play|watch)\/([\w-]+)$/.exec(location.hash);
   if (!m) {
     const lobby = new Lobby(root, client, config);
@@ -64,6 +71,22 @@ async function route(config: PageConfig): Promise<void> {
     await screen.start();
   } catch (e) {
     root.replaceChildren(h("p", { class: "message", role: "alert" }, `Could not open game ${gameId}: ${errorText(e)} `, h("a", { href: "#/" }, "Back to the lobby")));
+  }
+}
+
+/** #/review/<game>: the review of this tab's seat in that game (ReviewScreen). */
+async function review(gameId: string): Promise<void> {
+  const token = tokens.get(gameId);
+  if (token === null) {
+    root.replaceChildren(h("p", { class: "message", role: "alert" }, `This tab has no seat in game ${gameId} to review. `, h("a", { href: "#/" }, "Back to the lobby")));
+    return;
+  }
+  const screen = new ReviewScreen(root, client, gameId, token);
+  current = screen;
+  try {
+    await screen.start();
+  } catch (e) {
+    root.replaceChildren(h("p", { class: "message", role: "alert" }, `Could not review game ${gameId}: ${errorText(e)} `, h("a", { href: "#/" }, "Back to the lobby")));
   }
 }
 

@@ -14,8 +14,23 @@ class ViewDetail(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     VIEW_DETAIL_FULL: _ClassVar[ViewDetail]
     VIEW_DETAIL_LEGAL_ACTIONS: _ClassVar[ViewDetail]
+
+class ReviewLabel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    REVIEW_LABEL_UNSPECIFIED: _ClassVar[ReviewLabel]
+    REVIEW_LABEL_BEST: _ClassVar[ReviewLabel]
+    REVIEW_LABEL_GOOD: _ClassVar[ReviewLabel]
+    REVIEW_LABEL_INACCURACY: _ClassVar[ReviewLabel]
+    REVIEW_LABEL_MISTAKE: _ClassVar[ReviewLabel]
+    REVIEW_LABEL_BLUNDER: _ClassVar[ReviewLabel]
 VIEW_DETAIL_FULL: ViewDetail
 VIEW_DETAIL_LEGAL_ACTIONS: ViewDetail
+REVIEW_LABEL_UNSPECIFIED: ReviewLabel
+REVIEW_LABEL_BEST: ReviewLabel
+REVIEW_LABEL_GOOD: ReviewLabel
+REVIEW_LABEL_INACCURACY: ReviewLabel
+REVIEW_LABEL_MISTAKE: ReviewLabel
+REVIEW_LABEL_BLUNDER: ReviewLabel
 
 class BotSettings(_message.Message):
     __slots__ = ("name", "iterations", "time_ms", "seed", "exploration", "difficulty")
@@ -252,16 +267,18 @@ class AnalyzePositionRequest(_message.Message):
     def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., budget_ms: _Optional[int] = ...) -> None: ...
 
 class AnalysisCandidate(_message.Message):
-    __slots__ = ("action", "visits", "win_probability", "description")
+    __slots__ = ("action", "visits", "win_probability", "description", "seat_win_probabilities")
     ACTION_FIELD_NUMBER: _ClassVar[int]
     VISITS_FIELD_NUMBER: _ClassVar[int]
     WIN_PROBABILITY_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    SEAT_WIN_PROBABILITIES_FIELD_NUMBER: _ClassVar[int]
     action: int
     visits: int
     win_probability: float
     description: str
-    def __init__(self, action: _Optional[int] = ..., visits: _Optional[int] = ..., win_probability: _Optional[float] = ..., description: _Optional[str] = ...) -> None: ...
+    seat_win_probabilities: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, action: _Optional[int] = ..., visits: _Optional[int] = ..., win_probability: _Optional[float] = ..., description: _Optional[str] = ..., seat_win_probabilities: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class AnalyzePositionResponse(_message.Message):
     __slots__ = ("version", "candidates", "seat", "budget_ms", "iterations")
@@ -296,3 +313,55 @@ class SubmitAnalysisRequest(_message.Message):
 class SubmitAnalysisResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ReviewGameRequest(_message.Message):
+    __slots__ = ("game_id", "token", "seat", "budget_ms", "with_views")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
+    WITH_VIEWS_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    token: str
+    seat: int
+    budget_ms: int
+    with_views: bool
+    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., seat: _Optional[int] = ..., budget_ms: _Optional[int] = ..., with_views: _Optional[bool] = ...) -> None: ...
+
+class DecisionReview(_message.Message):
+    __slots__ = ("version", "action", "description", "best_action", "best_description", "win_probability", "best_win_probability", "label", "seat", "turn", "win_probabilities", "index", "total", "budget_ms", "iterations", "stored", "view")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    BEST_ACTION_FIELD_NUMBER: _ClassVar[int]
+    BEST_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    WIN_PROBABILITY_FIELD_NUMBER: _ClassVar[int]
+    BEST_WIN_PROBABILITY_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    WIN_PROBABILITIES_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    STORED_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    action: int
+    description: str
+    best_action: int
+    best_description: str
+    win_probability: float
+    best_win_probability: float
+    label: ReviewLabel
+    seat: int
+    turn: int
+    win_probabilities: _containers.RepeatedScalarFieldContainer[float]
+    index: int
+    total: int
+    budget_ms: int
+    iterations: int
+    stored: bool
+    view: _game_pb2.GameView
+    def __init__(self, version: _Optional[int] = ..., action: _Optional[int] = ..., description: _Optional[str] = ..., best_action: _Optional[int] = ..., best_description: _Optional[str] = ..., win_probability: _Optional[float] = ..., best_win_probability: _Optional[float] = ..., label: _Optional[_Union[ReviewLabel, str]] = ..., seat: _Optional[int] = ..., turn: _Optional[int] = ..., win_probabilities: _Optional[_Iterable[float]] = ..., index: _Optional[int] = ..., total: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ..., stored: _Optional[bool] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...

@@ -91,6 +91,11 @@ class EngineStub:
                 request_serializer=ascension_dot_v1_dot_engine__pb2.SubmitAnalysisRequest.SerializeToString,
                 response_deserializer=ascension_dot_v1_dot_engine__pb2.SubmitAnalysisResponse.FromString,
                 _registered_method=True)
+        self.ReviewGame = channel.unary_stream(
+                '/ascension.v1.Engine/ReviewGame',
+                request_serializer=ascension_dot_v1_dot_engine__pb2.ReviewGameRequest.SerializeToString,
+                response_deserializer=ascension_dot_v1_dot_engine__pb2.DecisionReview.FromString,
+                _registered_method=True)
 
 
 class EngineServicer:
@@ -179,6 +184,24 @@ class EngineServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReviewGame(self, request, context):
+        """A review of one seat's past decisions: each decision that had a real choice (not a
+        single legal action, not an order-free play) rated by one search of what that seat
+        could see at that version, as hints are, with the best alternative and a label. One
+        DecisionReview per decision, in version order, streamed as each is rated; the stream
+        then closes. Reviews are kept as long as the game, so asking again is answered from the
+        store. Who may ask: a seat's token, for that seat, at any time; after the game is over,
+        the admin token or an operator key (metadata "authorization: Bearer <key>"), for any
+        seat. Limited: RESOURCE_EXHAUSTED (REVIEW_IN_PROGRESS: one review at a time per caller;
+        REVIEW_CAPACITY: the search time of the reviews in flight is capped per server);
+        DEADLINE_EXCEEDED (ANALYSIS_TIMEOUT) or UNAVAILABLE (ANALYSIS_UNAVAILABLE) when no worker
+        rated a decision in time (what was rated is kept: ask again to go on);
+        FAILED_PRECONDITION (REVIEW_DISABLED) on a server without reviews.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -236,6 +259,11 @@ def add_EngineServicer_to_server(servicer, server):
                     servicer.SubmitAnalysis,
                     request_deserializer=ascension_dot_v1_dot_engine__pb2.SubmitAnalysisRequest.FromString,
                     response_serializer=ascension_dot_v1_dot_engine__pb2.SubmitAnalysisResponse.SerializeToString,
+            ),
+            'ReviewGame': grpc.unary_stream_rpc_method_handler(
+                    servicer.ReviewGame,
+                    request_deserializer=ascension_dot_v1_dot_engine__pb2.ReviewGameRequest.FromString,
+                    response_serializer=ascension_dot_v1_dot_engine__pb2.DecisionReview.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -535,6 +563,33 @@ class Engine:
             '/ascension.v1.Engine/SubmitAnalysis',
             ascension_dot_v1_dot_engine__pb2.SubmitAnalysisRequest.SerializeToString,
             ascension_dot_v1_dot_engine__pb2.SubmitAnalysisResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReviewGame(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/ascension.v1.Engine/ReviewGame',
+            ascension_dot_v1_dot_engine__pb2.ReviewGameRequest.SerializeToString,
+            ascension_dot_v1_dot_engine__pb2.DecisionReview.FromString,
             options,
             channel_credentials,
             insecure,

@@ -38,7 +38,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ascension/v1/engine.proto.
  */
 export const file_ascension_v1_engine: GenFile = /*@__PURE__*/
-  fileDesc("Chlhc2NlbnNpb24vdjEvZW5naW5lLnByb3RvEgxhc2NlbnNpb24udjEidwoLQm90U2V0dGluZ3MSDAoEbmFtZRgBIAEoCRISCgppdGVyYXRpb25zGAIgASgFEg8KB3RpbWVfbXMYAyABKAUSDAoEc2VlZBgEIAEoBBITCgtleHBsb3JhdGlvbhgFIAEoARISCgpkaWZmaWN1bHR5GAYgASgJIm0KClNlYXRDb25maWcSKQoEa2luZBgBIAEoDjIbLmFzY2Vuc2lvbi52MS5TZWF0SW5mby5LaW5kEgwKBG5hbWUYAiABKAkSJgoDYm90GAMgASgLMhkuYXNjZW5zaW9uLnYxLkJvdFNldHRpbmdzImYKEUNyZWF0ZUdhbWVSZXF1ZXN0EgwKBHNldHMYASABKAkSJwoFc2VhdHMYAiADKAsyGC5hc2NlbnNpb24udjEuU2VhdENvbmZpZxIRCgRzZWVkGAMgASgESACIAQFCBwoFX3NlZWQidQoSQ3JlYXRlR2FtZVJlc3BvbnNlEg8KB2dhbWVfaWQYASABKAkSEwoLc2VhdF90b2tlbnMYAiADKAkSEwoLYWRtaW5fdG9rZW4YAyABKAkSJAoEdmlldxgEIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldyIwCg5HZXRHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJIjkKF0xpc3RMZWdhbEFjdGlvbnNSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkihwEKGExpc3RMZWdhbEFjdGlvbnNSZXNwb25zZRIPCgdnYW1lX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAMSDAoEc2VhdBgDIAEoBRIPCgd0b19tb3ZlGAQgASgFEioKB2FjdGlvbnMYBSADKAsyGS5hc2NlbnNpb24udjEuTGVnYWxBY3Rpb24i8QEKE1N1Ym1pdEFjdGlvblJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAMgASgDEg4KBmFjdGlvbhgEIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSLQoLdmlld19kZXRhaWwYBiABKA4yGC5hc2NlbnNpb24udjEuVmlld0RldGFpbBIaChJleHBlY3RlZF9jb21taXRfaWQYByABKAkSEwoLc2VhdF90b2tlbnMYCCADKAkSFwoPZmFsbGJhY2tfcmVhc29uGAkgASgJIngKFFN1Ym1pdEFjdGlvblJlc3BvbnNlEigKBnVwZGF0ZRgBIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAiABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSEAoIcmVwbGF5ZWQYAyABKAgiUwoQV2F0Y2hHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhUKDWFmdGVyX3ZlcnNpb24YAiABKAMSFwoPYWZ0ZXJfY29tbWl0X2lkGAMgASgJIk4KEExpc3RHYW1lc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSEwoLYWN0aXZlX29ubHkYAyABKAgixgEKC0dhbWVTdW1tYXJ5Eg8KB2dhbWVfaWQYASABKAkSDAoEc2V0cxgCIAEoCRIPCgdwbGF5ZXJzGAMgASgFEg8KB3ZlcnNpb24YBCABKAMSDwoHdG9fbW92ZRgFIAEoBRIMCgRvdmVyGAYgASgIEiUKBXNlYXRzGAcgAygLMhYuYXNjZW5zaW9uLnYxLlNlYXRJbmZvEhcKD2NyZWF0ZWRfdW5peF9tcxgIIAEoAxIXCg91cGRhdGVkX3VuaXhfbXMYCSABKAMiVgoRTGlzdEdhbWVzUmVzcG9uc2USKAoFZ2FtZXMYASADKAsyGS5hc2NlbnNpb24udjEuR2FtZVN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKEEdldFJlcGxheVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCSI7CgpSZXBsYXlTdGVwEg8KB3ZlcnNpb24YASABKAMSDAoEc2VhdBgCIAEoBRIOCgZhY3Rpb24YAyABKA0i+QEKBlJlcGxheRIPCgdnYW1lX2lkGAEgASgJEgwKBHNldHMYAiABKAkSDwoHcGxheWVycxgDIAEoBRIMCgRzZWVkGAQgASgEEicKBXN0ZXBzGAUgAygLMhguYXNjZW5zaW9uLnYxLlJlcGxheVN0ZXASGwoTY2F0YWxvZ19maW5nZXJwcmludBgGIAEoCRIPCgd2ZXJzaW9uGAcgASgDEiMKBnNjb3JlcxgIIAMoCzITLmFzY2Vuc2lvbi52MS5TY29yZRIOCgZ3aW5uZXIYCSABKAUSJQoFc2VhdHMYCiADKAsyFi5hc2NlbnNpb24udjEuU2VhdEluZm8iOQoRRGVsZXRlR2FtZVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRITCgthZG1pbl90b2tlbhgCIAEoCSIUChJEZWxldGVHYW1lUmVzcG9uc2UiEgoQTGlzdENhcmRzUmVxdWVzdCJTChFMaXN0Q2FyZHNSZXNwb25zZRIbChNjYXRhbG9nX2ZpbmdlcnByaW50GAEgASgJEiEKBWNhcmRzGAIgAygLMhIuYXNjZW5zaW9uLnYxLkNhcmQiSwoWQW5hbHl6ZVBvc2l0aW9uUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJEhEKCWJ1ZGdldF9tcxgDIAEoBSJhChFBbmFseXNpc0NhbmRpZGF0ZRIOCgZhY3Rpb24YASABKA0SDgoGdmlzaXRzGAIgASgFEhcKD3dpbl9wcm9iYWJpbGl0eRgDIAEoARITCgtkZXNjcmlwdGlvbhgEIAEoCSKUAQoXQW5hbHl6ZVBvc2l0aW9uUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoAxIzCgpjYW5kaWRhdGVzGAIgAygLMh8uYXNjZW5zaW9uLnYxLkFuYWx5c2lzQ2FuZGlkYXRlEgwKBHNlYXQYAyABKAUSEQoJYnVkZ2V0X21zGAQgASgFEhIKCml0ZXJhdGlvbnMYBSABKAMipAEKFVN1Ym1pdEFuYWx5c2lzUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhMKC2FuYWx5c2lzX2lkGAIgASgJEg0KBXRva2VuGAMgASgJEjMKCmNhbmRpZGF0ZXMYBCADKAsyHy5hc2NlbnNpb24udjEuQW5hbHlzaXNDYW5kaWRhdGUSEgoKaXRlcmF0aW9ucxgFIAEoAxINCgVlcnJvchgGIAEoCSIYChZTdWJtaXRBbmFseXNpc1Jlc3BvbnNlKkEKClZpZXdEZXRhaWwSFAoQVklFV19ERVRBSUxfRlVMTBAAEh0KGVZJRVdfREVUQUlMX0xFR0FMX0FDVElPTlMQATKKBwoGRW5naW5lEk8KCkNyZWF0ZUdhbWUSHy5hc2NlbnNpb24udjEuQ3JlYXRlR2FtZVJlcXVlc3QaIC5hc2NlbnNpb24udjEuQ3JlYXRlR2FtZVJlc3BvbnNlEj8KB0dldEdhbWUSHC5hc2NlbnNpb24udjEuR2V0R2FtZVJlcXVlc3QaFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSYQoQTGlzdExlZ2FsQWN0aW9ucxIlLmFzY2Vuc2lvbi52MS5MaXN0TGVnYWxBY3Rpb25zUmVxdWVzdBomLmFzY2Vuc2lvbi52MS5MaXN0TGVnYWxBY3Rpb25zUmVzcG9uc2USVQoMU3VibWl0QWN0aW9uEiEuYXNjZW5zaW9uLnYxLlN1Ym1pdEFjdGlvblJlcXVlc3QaIi5hc2NlbnNpb24udjEuU3VibWl0QWN0aW9uUmVzcG9uc2USRwoJV2F0Y2hHYW1lEh4uYXNjZW5zaW9uLnYxLldhdGNoR2FtZVJlcXVlc3QaGC5hc2NlbnNpb24udjEuR2FtZVVwZGF0ZTABEkwKCUxpc3RHYW1lcxIeLmFzY2Vuc2lvbi52MS5MaXN0R2FtZXNSZXF1ZXN0Gh8uYXNjZW5zaW9uLnYxLkxpc3RHYW1lc1Jlc3BvbnNlEkEKCUdldFJlcGxheRIeLmFzY2Vuc2lvbi52MS5HZXRSZXBsYXlSZXF1ZXN0GhQuYXNjZW5zaW9uLnYxLlJlcGxheRJPCgpEZWxldGVHYW1lEh8uYXNjZW5zaW9uLnYxLkRlbGV0ZUdhbWVSZXF1ZXN0GiAuYXNjZW5zaW9uLnYxLkRlbGV0ZUdhbWVSZXNwb25zZRJMCglMaXN0Q2FyZHMSHi5hc2NlbnNpb24udjEuTGlzdENhcmRzUmVxdWVzdBofLmFzY2Vuc2lvbi52MS5MaXN0Q2FyZHNSZXNwb25zZRJeCg9BbmFseXplUG9zaXRpb24SJC5hc2NlbnNpb24udjEuQW5hbHl6ZVBvc2l0aW9uUmVxdWVzdBolLmFzY2Vuc2lvbi52MS5BbmFseXplUG9zaXRpb25SZXNwb25zZRJbCg5TdWJtaXRBbmFseXNpcxIjLmFzY2Vuc2lvbi52MS5TdWJtaXRBbmFseXNpc1JlcXVlc3QaJC5hc2NlbnNpb24udjEuU3VibWl0QW5hbHlzaXNSZXNwb25zZWIGcHJvdG8z", [file_ascension_v1_game]);
+  fileDesc("Chlhc2NlbnNpb24vdjEvZW5naW5lLnByb3RvEgxhc2NlbnNpb24udjEidwoLQm90U2V0dGluZ3MSDAoEbmFtZRgBIAEoCRISCgppdGVyYXRpb25zGAIgASgFEg8KB3RpbWVfbXMYAyABKAUSDAoEc2VlZBgEIAEoBBITCgtleHBsb3JhdGlvbhgFIAEoARISCgpkaWZmaWN1bHR5GAYgASgJIm0KClNlYXRDb25maWcSKQoEa2luZBgBIAEoDjIbLmFzY2Vuc2lvbi52MS5TZWF0SW5mby5LaW5kEgwKBG5hbWUYAiABKAkSJgoDYm90GAMgASgLMhkuYXNjZW5zaW9uLnYxLkJvdFNldHRpbmdzImYKEUNyZWF0ZUdhbWVSZXF1ZXN0EgwKBHNldHMYASABKAkSJwoFc2VhdHMYAiADKAsyGC5hc2NlbnNpb24udjEuU2VhdENvbmZpZxIRCgRzZWVkGAMgASgESACIAQFCBwoFX3NlZWQidQoSQ3JlYXRlR2FtZVJlc3BvbnNlEg8KB2dhbWVfaWQYASABKAkSEwoLc2VhdF90b2tlbnMYAiADKAkSEwoLYWRtaW5fdG9rZW4YAyABKAkSJAoEdmlldxgEIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldyIwCg5HZXRHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJIjkKF0xpc3RMZWdhbEFjdGlvbnNSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkihwEKGExpc3RMZWdhbEFjdGlvbnNSZXNwb25zZRIPCgdnYW1lX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAMSDAoEc2VhdBgDIAEoBRIPCgd0b19tb3ZlGAQgASgFEioKB2FjdGlvbnMYBSADKAsyGS5hc2NlbnNpb24udjEuTGVnYWxBY3Rpb24i8QEKE1N1Ym1pdEFjdGlvblJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAMgASgDEg4KBmFjdGlvbhgEIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSLQoLdmlld19kZXRhaWwYBiABKA4yGC5hc2NlbnNpb24udjEuVmlld0RldGFpbBIaChJleHBlY3RlZF9jb21taXRfaWQYByABKAkSEwoLc2VhdF90b2tlbnMYCCADKAkSFwoPZmFsbGJhY2tfcmVhc29uGAkgASgJIngKFFN1Ym1pdEFjdGlvblJlc3BvbnNlEigKBnVwZGF0ZRgBIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAiABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSEAoIcmVwbGF5ZWQYAyABKAgiUwoQV2F0Y2hHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhUKDWFmdGVyX3ZlcnNpb24YAiABKAMSFwoPYWZ0ZXJfY29tbWl0X2lkGAMgASgJIk4KEExpc3RHYW1lc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSEwoLYWN0aXZlX29ubHkYAyABKAgixgEKC0dhbWVTdW1tYXJ5Eg8KB2dhbWVfaWQYASABKAkSDAoEc2V0cxgCIAEoCRIPCgdwbGF5ZXJzGAMgASgFEg8KB3ZlcnNpb24YBCABKAMSDwoHdG9fbW92ZRgFIAEoBRIMCgRvdmVyGAYgASgIEiUKBXNlYXRzGAcgAygLMhYuYXNjZW5zaW9uLnYxLlNlYXRJbmZvEhcKD2NyZWF0ZWRfdW5peF9tcxgIIAEoAxIXCg91cGRhdGVkX3VuaXhfbXMYCSABKAMiVgoRTGlzdEdhbWVzUmVzcG9uc2USKAoFZ2FtZXMYASADKAsyGS5hc2NlbnNpb24udjEuR2FtZVN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKEEdldFJlcGxheVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCSI7CgpSZXBsYXlTdGVwEg8KB3ZlcnNpb24YASABKAMSDAoEc2VhdBgCIAEoBRIOCgZhY3Rpb24YAyABKA0i+QEKBlJlcGxheRIPCgdnYW1lX2lkGAEgASgJEgwKBHNldHMYAiABKAkSDwoHcGxheWVycxgDIAEoBRIMCgRzZWVkGAQgASgEEicKBXN0ZXBzGAUgAygLMhguYXNjZW5zaW9uLnYxLlJlcGxheVN0ZXASGwoTY2F0YWxvZ19maW5nZXJwcmludBgGIAEoCRIPCgd2ZXJzaW9uGAcgASgDEiMKBnNjb3JlcxgIIAMoCzITLmFzY2Vuc2lvbi52MS5TY29yZRIOCgZ3aW5uZXIYCSABKAUSJQoFc2VhdHMYCiADKAsyFi5hc2NlbnNpb24udjEuU2VhdEluZm8iOQoRRGVsZXRlR2FtZVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRITCgthZG1pbl90b2tlbhgCIAEoCSIUChJEZWxldGVHYW1lUmVzcG9uc2UiEgoQTGlzdENhcmRzUmVxdWVzdCJTChFMaXN0Q2FyZHNSZXNwb25zZRIbChNjYXRhbG9nX2ZpbmdlcnByaW50GAEgASgJEiEKBWNhcmRzGAIgAygLMhIuYXNjZW5zaW9uLnYxLkNhcmQiSwoWQW5hbHl6ZVBvc2l0aW9uUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJEhEKCWJ1ZGdldF9tcxgDIAEoBSKBAQoRQW5hbHlzaXNDYW5kaWRhdGUSDgoGYWN0aW9uGAEgASgNEg4KBnZpc2l0cxgCIAEoBRIXCg93aW5fcHJvYmFiaWxpdHkYAyABKAESEwoLZGVzY3JpcHRpb24YBCABKAkSHgoWc2VhdF93aW5fcHJvYmFiaWxpdGllcxgFIAMoASKUAQoXQW5hbHl6ZVBvc2l0aW9uUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoAxIzCgpjYW5kaWRhdGVzGAIgAygLMh8uYXNjZW5zaW9uLnYxLkFuYWx5c2lzQ2FuZGlkYXRlEgwKBHNlYXQYAyABKAUSEQoJYnVkZ2V0X21zGAQgASgFEhIKCml0ZXJhdGlvbnMYBSABKAMipAEKFVN1Ym1pdEFuYWx5c2lzUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhMKC2FuYWx5c2lzX2lkGAIgASgJEg0KBXRva2VuGAMgASgJEjMKCmNhbmRpZGF0ZXMYBCADKAsyHy5hc2NlbnNpb24udjEuQW5hbHlzaXNDYW5kaWRhdGUSEgoKaXRlcmF0aW9ucxgFIAEoAxINCgVlcnJvchgGIAEoCSIYChZTdWJtaXRBbmFseXNpc1Jlc3BvbnNlInYKEVJldmlld0dhbWVSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSEQoEc2VhdBgDIAEoBUgAiAEBEhEKCWJ1ZGdldF9tcxgEIAEoBRISCgp3aXRoX3ZpZXdzGAUgASgIQgcKBV9zZWF0IogDCg5EZWNpc2lvblJldmlldxIPCgd2ZXJzaW9uGAEgASgDEg4KBmFjdGlvbhgCIAEoDRITCgtkZXNjcmlwdGlvbhgDIAEoCRITCgtiZXN0X2FjdGlvbhgEIAEoDRIYChBiZXN0X2Rlc2NyaXB0aW9uGAUgASgJEhcKD3dpbl9wcm9iYWJpbGl0eRgGIAEoARIcChRiZXN0X3dpbl9wcm9iYWJpbGl0eRgHIAEoARIoCgVsYWJlbBgIIAEoDjIZLmFzY2Vuc2lvbi52MS5SZXZpZXdMYWJlbBIMCgRzZWF0GAkgASgFEgwKBHR1cm4YCiABKAUSGQoRd2luX3Byb2JhYmlsaXRpZXMYCyADKAESDQoFaW5kZXgYDCABKAUSDQoFdG90YWwYDSABKAUSEQoJYnVkZ2V0X21zGA4gASgFEhIKCml0ZXJhdGlvbnMYDyABKAMSDgoGc3RvcmVkGBAgASgIEiQKBHZpZXcYESABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcqQQoKVmlld0RldGFpbBIUChBWSUVXX0RFVEFJTF9GVUxMEAASHQoZVklFV19ERVRBSUxfTEVHQUxfQUNUSU9OUxABKqoBCgtSZXZpZXdMYWJlbBIcChhSRVZJRVdfTEFCRUxfVU5TUEVDSUZJRUQQABIVChFSRVZJRVdfTEFCRUxfQkVTVBABEhUKEVJFVklFV19MQUJFTF9HT09EEAISGwoXUkVWSUVXX0xBQkVMX0lOQUNDVVJBQ1kQAxIYChRSRVZJRVdfTEFCRUxfTUlTVEFLRRAEEhgKFFJFVklFV19MQUJFTF9CTFVOREVSEAUy2QcKBkVuZ2luZRJPCgpDcmVhdGVHYW1lEh8uYXNjZW5zaW9uLnYxLkNyZWF0ZUdhbWVSZXF1ZXN0GiAuYXNjZW5zaW9uLnYxLkNyZWF0ZUdhbWVSZXNwb25zZRI/CgdHZXRHYW1lEhwuYXNjZW5zaW9uLnYxLkdldEdhbWVSZXF1ZXN0GhYuYXNjZW5zaW9uLnYxLkdhbWVWaWV3EmEKEExpc3RMZWdhbEFjdGlvbnMSJS5hc2NlbnNpb24udjEuTGlzdExlZ2FsQWN0aW9uc1JlcXVlc3QaJi5hc2NlbnNpb24udjEuTGlzdExlZ2FsQWN0aW9uc1Jlc3BvbnNlElUKDFN1Ym1pdEFjdGlvbhIhLmFzY2Vuc2lvbi52MS5TdWJtaXRBY3Rpb25SZXF1ZXN0GiIuYXNjZW5zaW9uLnYxLlN1Ym1pdEFjdGlvblJlc3BvbnNlEkcKCVdhdGNoR2FtZRIeLmFzY2Vuc2lvbi52MS5XYXRjaEdhbWVSZXF1ZXN0GhguYXNjZW5zaW9uLnYxLkdhbWVVcGRhdGUwARJMCglMaXN0R2FtZXMSHi5hc2NlbnNpb24udjEuTGlzdEdhbWVzUmVxdWVzdBofLmFzY2Vuc2lvbi52MS5MaXN0R2FtZXNSZXNwb25zZRJBCglHZXRSZXBsYXkSHi5hc2NlbnNpb24udjEuR2V0UmVwbGF5UmVxdWVzdBoULmFzY2Vuc2lvbi52MS5SZXBsYXkSTwoKRGVsZXRlR2FtZRIfLmFzY2Vuc2lvbi52MS5EZWxldGVHYW1lUmVxdWVzdBogLmFzY2Vuc2lvbi52MS5EZWxldGVHYW1lUmVzcG9uc2USTAoJTGlzdENhcmRzEh4uYXNjZW5zaW9uLnYxLkxpc3RDYXJkc1JlcXVlc3QaHy5hc2NlbnNpb24udjEuTGlzdENhcmRzUmVzcG9uc2USXgoPQW5hbHl6ZVBvc2l0aW9uEiQuYXNjZW5zaW9uLnYxLkFuYWx5emVQb3NpdGlvblJlcXVlc3QaJS5hc2NlbnNpb24udjEuQW5hbHl6ZVBvc2l0aW9uUmVzcG9uc2USWwoOU3VibWl0QW5hbHlzaXMSIy5hc2NlbnNpb24udjEuU3VibWl0QW5hbHlzaXNSZXF1ZXN0GiQuYXNjZW5zaW9uLnYxLlN1Ym1pdEFuYWx5c2lzUmVzcG9uc2USTQoKUmV2aWV3R2FtZRIfLmFzY2Vuc2lvbi52MS5SZXZpZXdHYW1lUmVxdWVzdBocLmFzY2Vuc2lvbi52MS5EZWNpc2lvblJldmlldzABYgZwcm90bzM", [file_ascension_v1_game]);
 
 /**
  * Settings of the bot playing an AI seat.
@@ -801,6 +801,14 @@ export type AnalysisCandidate = Message<"ascension.v1.AnalysisCandidate"> & {
    * @generated from field: string description = 4;
    */
   description: string;
+
+  /**
+   * every seat's estimated chance to win after this action, as the analysed seat's search
+   * sees it (index = seat); empty when the search did not try the action
+   *
+   * @generated from field: repeated double seat_win_probabilities = 5;
+   */
+  seatWinProbabilities: number[];
 };
 
 /**
@@ -923,6 +931,189 @@ export const SubmitAnalysisResponseSchema: GenMessage<SubmitAnalysisResponse> = 
   messageDesc(file_ascension_v1_engine, 24);
 
 /**
+ * @generated from message ascension.v1.ReviewGameRequest
+ */
+export type ReviewGameRequest = Message<"ascension.v1.ReviewGameRequest"> & {
+  /**
+   * @generated from field: string game_id = 1;
+   */
+  gameId: string;
+
+  /**
+   * a seat token (that seat's own decisions, any time) or the admin
+   *
+   * @generated from field: string token = 2;
+   */
+  token: string;
+
+  /**
+   * token (any seat, once the game is over); empty with an operator
+   * key (any seat, once the game is over)
+   *
+   * the seat reviewed; unset = the token's seat (required with the
+   *
+   * @generated from field: optional int32 seat = 3;
+   */
+  seat?: number | undefined;
+
+  /**
+   * admin token or an operator key)
+   *
+   * search time per decision; 0 = the server's default
+   *
+   * @generated from field: int32 budget_ms = 4;
+   */
+  budgetMs: number;
+
+  /**
+   * (ENGINE_REVIEW_BUDGET_MS); above ENGINE_REVIEW_MAX_BUDGET_MS = that cap
+   *
+   * also send, with each decision, the board as the reviewed seat saw
+   *
+   * @generated from field: bool with_views = 5;
+   */
+  withViews: boolean;
+};
+
+/**
+ * Describes the message ascension.v1.ReviewGameRequest.
+ * Use `create(ReviewGameRequestSchema)` to create a new message.
+ */
+export const ReviewGameRequestSchema: GenMessage<ReviewGameRequest> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 25);
+
+/**
+ * One decision of the reviewed seat, rated from what that seat could see at the time.
+ *
+ * @generated from message ascension.v1.DecisionReview
+ */
+export type DecisionReview = Message<"ascension.v1.DecisionReview"> & {
+  /**
+   * the version the seat decided at (its action made version + 1)
+   *
+   * @generated from field: int64 version = 1;
+   */
+  version: bigint;
+
+  /**
+   * the action the seat played
+   *
+   * @generated from field: uint32 action = 2;
+   */
+  action: number;
+
+  /**
+   * as in LegalAction.description, at that version
+   *
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * the action the search rates best (= action when it agrees)
+   *
+   * @generated from field: uint32 best_action = 4;
+   */
+  bestAction: number;
+
+  /**
+   * @generated from field: string best_description = 5;
+   */
+  bestDescription: string;
+
+  /**
+   * 0..1: the seat's estimated chance to win after its action
+   *
+   * @generated from field: double win_probability = 6;
+   */
+  winProbability: number;
+
+  /**
+   * 0..1: the same after the best action
+   *
+   * @generated from field: double best_win_probability = 7;
+   */
+  bestWinProbability: number;
+
+  /**
+   * @generated from field: ascension.v1.ReviewLabel label = 8;
+   */
+  label: ReviewLabel;
+
+  /**
+   * the seat reviewed
+   *
+   * @generated from field: int32 seat = 9;
+   */
+  seat: number;
+
+  /**
+   * the game's turn number at that version (1 = the first)
+   *
+   * @generated from field: int32 turn = 10;
+   */
+  turn: number;
+
+  /**
+   * every seat's estimated chance after the seat's
+   *
+   * @generated from field: repeated double win_probabilities = 11;
+   */
+  winProbabilities: number[];
+
+  /**
+   * action, as that seat's search saw it (index = seat)
+   *
+   * 1-based: this decision's place among the reviewed ones
+   *
+   * @generated from field: int32 index = 12;
+   */
+  index: number;
+
+  /**
+   * how many decisions this review rates (progress: index/total)
+   *
+   * @generated from field: int32 total = 13;
+   */
+  total: number;
+
+  /**
+   * the search time per decision granted (after the cap)
+   *
+   * @generated from field: int32 budget_ms = 14;
+   */
+  budgetMs: number;
+
+  /**
+   * search iterations spent on this decision
+   *
+   * @generated from field: int64 iterations = 15;
+   */
+  iterations: bigint;
+
+  /**
+   * true when answered from the store (rated before)
+   *
+   * @generated from field: bool stored = 16;
+   */
+  stored: boolean;
+
+  /**
+   * with_views: the reviewed seat's view at that version, with
+   *
+   * @generated from field: ascension.v1.GameView view = 17;
+   */
+  view?: GameView | undefined;
+};
+
+/**
+ * Describes the message ascension.v1.DecisionReview.
+ * Use `create(DecisionReviewSchema)` to create a new message.
+ */
+export const DecisionReviewSchema: GenMessage<DecisionReview> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 26);
+
+/**
  * How much of the acting seat's view SubmitAction answers with.
  *
  * @generated from enum ascension.v1.ViewDetail
@@ -948,6 +1139,52 @@ export enum ViewDetail {
  */
 export const ViewDetailSchema: GenEnum<ViewDetail> = /*@__PURE__*/
   enumDesc(file_ascension_v1_engine, 0);
+
+/**
+ * How much a decision lowered the seat's estimated chance to win, against the best action the
+ * search found (docs/bots.md, "Game review", gives the thresholds and how they were chosen).
+ *
+ * @generated from enum ascension.v1.ReviewLabel
+ */
+export enum ReviewLabel {
+  /**
+   * @generated from enum value: REVIEW_LABEL_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * the search's own choice, or no worse than it
+   *
+   * @generated from enum value: REVIEW_LABEL_BEST = 1;
+   */
+  BEST = 1,
+
+  /**
+   * @generated from enum value: REVIEW_LABEL_GOOD = 2;
+   */
+  GOOD = 2,
+
+  /**
+   * @generated from enum value: REVIEW_LABEL_INACCURACY = 3;
+   */
+  INACCURACY = 3,
+
+  /**
+   * @generated from enum value: REVIEW_LABEL_MISTAKE = 4;
+   */
+  MISTAKE = 4,
+
+  /**
+   * @generated from enum value: REVIEW_LABEL_BLUNDER = 5;
+   */
+  BLUNDER = 5,
+}
+
+/**
+ * Describes the enum ascension.v1.ReviewLabel.
+ */
+export const ReviewLabelSchema: GenEnum<ReviewLabel> = /*@__PURE__*/
+  enumDesc(file_ascension_v1_engine, 1);
 
 /**
  * @generated from service ascension.v1.Engine
@@ -1068,6 +1305,27 @@ export const Engine: GenService<{
     methodKind: "unary";
     input: typeof SubmitAnalysisRequestSchema;
     output: typeof SubmitAnalysisResponseSchema;
+  },
+  /**
+   * A review of one seat's past decisions: each decision that had a real choice (not a
+   * single legal action, not an order-free play) rated by one search of what that seat
+   * could see at that version, as hints are, with the best alternative and a label. One
+   * DecisionReview per decision, in version order, streamed as each is rated; the stream
+   * then closes. Reviews are kept as long as the game, so asking again is answered from the
+   * store. Who may ask: a seat's token, for that seat, at any time; after the game is over,
+   * the admin token or an operator key (metadata "authorization: Bearer <key>"), for any
+   * seat. Limited: RESOURCE_EXHAUSTED (REVIEW_IN_PROGRESS: one review at a time per caller;
+   * REVIEW_CAPACITY: the search time of the reviews in flight is capped per server);
+   * DEADLINE_EXCEEDED (ANALYSIS_TIMEOUT) or UNAVAILABLE (ANALYSIS_UNAVAILABLE) when no worker
+   * rated a decision in time (what was rated is kept: ask again to go on);
+   * FAILED_PRECONDITION (REVIEW_DISABLED) on a server without reviews.
+   *
+   * @generated from rpc ascension.v1.Engine.ReviewGame
+   */
+  reviewGame: {
+    methodKind: "server_streaming";
+    input: typeof ReviewGameRequestSchema;
+    output: typeof DecisionReviewSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ascension_v1_engine, 0);

@@ -1,0 +1,74 @@
+"""``ascension review GAME`` against a real engine: the decisions with their labels and the best
+alternative where it differs, the win-chance sparklines, and the refusals said plainly."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from clients.sdk import Client
+from tests.clients.tty import ascension_command, plain
+from tests.review.support import ITERATIONS, play
+from tests.service import support
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[support.Engine]:
+    e = support.start_engine(
+        ENGINE_AI_DISPATCH="local",
+        ENGINE_LOCAL_AI_PROCESSES="2",
+        ENGINE_ANALYSIS_MAX_ITERATIONS=str(ITERATIONS),
+        ENGINE_ANALYSIS_GRACE_SECONDS="20",
+    )
+    yield e
+    e.stop()
+
+
+def ascension(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "ASCENSION_ADDRESS"}
+    env["COLUMNS"] = "100"
+    return subprocess.run(
+        [*ascension_command(), *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_review_prints_every_rated_decision_and_the_win_chance(engine: support.Engine) -> None:
+    with Client(engine.address, timeout=60.0) as c:
+        g, _, _ = play(c, 61, turns=10)
+        expected = list(c.review(g.game_id, g.token(0)))
+    done = ascension("review", g.game_id, "--address", engine.address, "--token", g.token(0))
+    out = plain(done.stdout)
+    assert done.returncode == 0, out + done.stderr
+    assert f"Review of your decisions in game {g.game_id}" in out
+    lines = [ln for ln in out.splitlines() if re.match(r"T\d+\s", ln)]
+    assert len(lines) == len(expected)
+    for line, r in zip(lines, expected, strict=True):
+        assert line.startswith(f"T{r.turn}") and r.label.title in line
+        assert r.description in line and f"{round(100 * r.win_probability)}%" in line
+    better = [ln for ln in out.splitlines() if ln.strip().startswith("better: ")]
+    differing = [r for r in expected if r.differs and r.label.name != "BEST"]
+    assert len(better) == len(differing)
+    assert all(r.best_description in b for b, r in zip(better, differing, strict=True))
+    tail = out[out.index("Win chance over the game:") :]
+    sparks = re.findall(r"^(You|B)\s+([▁▂▃▄▅▆▇█]+)\s+\d+% → \d+%$", tail, re.M)
+    assert [name for name, _ in sparks] == ["You", "B"]
+    assert all(len(s) == min(len(expected), 100 - 32) for _, s in sparks)  # (fits the width)
+    assert re.search(r"Best \d+ · Good \d+ · Inaccuracy \d+ · Mistake \d+ · Blunder \d+", tail)
+
+
+def test_review_says_what_is_refused(engine: support.Engine) -> None:
+    with Client(engine.address, timeout=60.0) as c:
+        g, _, _ = play(c, 62, turns=2)
+    other = ascension("review", g.game_id, "--address", engine.address, "--token", g.token(0),
+                      "--seat", "2")  # fmt: skip
+    assert other.returncode == 1
+    assert "PERMISSION_DENIED" in other.stdout and "its own seat" in other.stdout
+    early = ascension("review", g.game_id, "--address", engine.address,
+                      "--admin-token", g.admin_token, "--seat", "1")  # fmt: skip
+    assert early.returncode == 1 and "once the game is over" in early.stdout
+    nowhere = ascension("review", g.game_id)
+    assert nowhere.returncode == 2 and "needs --address" in nowhere.stdout
