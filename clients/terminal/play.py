@@ -20,11 +20,11 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from clients.how_to_play import how_to_play
 from clients.sdk import AscensionError, Client, DataLossError, IllegalActionError
 from clients.sdk.types import Catalog, GameView, LegalAction
 from clients.terminal import render, why
 from clients.terminal.events import EventLog, named
+from clients.terminal.how_to_play import how_to_play
 from clients.terminal.keys import ActionKeys
 from clients.terminal.style import card_cost, card_text, seat_name
 

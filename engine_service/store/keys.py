@@ -67,6 +67,11 @@ def game_keys(game_id: str) -> tuple[str, str, str, str]:
     return f"{t}:g:{game_id}", f"{t}:w:{game_id}", f"{t}:l:{game_id}", f"{t}:i:{game_id}"
 
 
+def reviews_key(game_id: str) -> str:
+    """The game's stored reviews (engine_service/store/reviews), in the game's bucket."""
+    return f"{tag(bucket_of(game_id))}:v:{game_id}"
+
+
 _NEWS_KEYS = tuple(f"{t}:news" for t in _TAGS)
 _INDEX_KEYS = tuple((f"{t}:games", f"{t}:active", f"{t}:ai") for t in _TAGS)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from clients.how_to_play import how_to_play
 from clients.sdk.types import LegalAction
 from clients.terminal import why
 from clients.terminal.events import named
+from clients.terminal.how_to_play import how_to_play
 from clients.terminal.keys import ActionKeys
 from clients.terminal.render import Layout, header, round_of
 from engine_service import rules

@@ -12,7 +12,8 @@ import redis.asyncio as aioredis
 
 from clients.sdk import Client, GameNotFoundError
 from engine_service.store import keys
-from engine_service.store.reviews import RedisReviews, reviews_key
+from engine_service.store.keys import reviews_key
+from engine_service.store.reviews import RedisReviews
 from tests.review.support import ITERATIONS, play
 from tests.service import support
 
@@ -53,6 +54,7 @@ def test_a_review_is_kept_with_the_games_lifetime(engine: support.Engine, redis_
         assert all(x.stored for x in again) and len(again) == len(got)
         assert 590_000 < r.pttl(hash_key) <= 600_000
         c.delete_game(gid, g.admin_token)
+        assert r.exists(hash_key) == 0  # deleted with the game, in the same script
         with pytest.raises(GameNotFoundError):
             list(c.review(gid, g.token(1)))
     r.close()

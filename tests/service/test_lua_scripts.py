@@ -130,9 +130,11 @@ def _replace(g: Game) -> None:
 def _delete(g: Game) -> None:
     g.create()
     g.commit()
-    ks = [g.record, g.window, g.log, g.idem, g.games, g.active, g.ai]
+    reviews = keys.reviews_key(g.gid)
+    g.r.hset(reviews, "1:2", b"a rated decision")
+    ks = [g.record, g.window, g.log, g.idem, g.games, g.active, g.ai, reviews]
     assert _run(g.r, scripts.DELETE, ks, g.gid) == 1
-    assert g.r.exists(g.record, g.window, g.log, g.idem) == 0
+    assert g.r.exists(g.record, g.window, g.log, g.idem, reviews) == 0
     assert g.r.zscore(g.games, g.gid) is None
     assert _run(g.r, scripts.DELETE, ks, g.gid) == 0
 

@@ -177,7 +177,9 @@ class RedisGames(RedisCore):
     async def delete(self, game_id: str) -> bool:
         b = keys.bucket_of(game_id)
         (existed,) = await self._script(
-            self._delete, (*keys.game_keys(game_id), *keys.index_keys(b)), (game_id,)
+            self._delete,
+            (*keys.game_keys(game_id), *keys.index_keys(b), keys.reviews_key(game_id)),
+            (game_id,),
         )
         return bool(existed)
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from engine_service.store import keys
 from engine_service.store.base import Store, StoreError
+from engine_service.store.keys import reviews_key
 
 PRUNE_EVERY = 64  # writes between looks for games the memory store no longer holds
 
@@ -81,10 +82,6 @@ def _script(name: str) -> str:
 
 GET_LUA = _script("get")
 PUT_LUA = _script("put")
-
-
-def reviews_key(game_id: str) -> str:
-    return f"{keys.tag(keys.bucket_of(game_id))}:v:{game_id}"
 
 
 class RedisReviews(ReviewStore):
