@@ -14,17 +14,15 @@ at start): a bot installed or changed later is seen after a restart.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import logging
 from collections.abc import Iterable, Mapping
-from importlib.metadata import entry_points
 from typing import Any
 
 from ai_workers.bots.base import Bot
 from ai_workers.bots.settings import BotSettings, BotSettingsError
+from engine_service import bot_plugins
 
-GROUP = "ascension.bots"
 BUILTINS = {
     "random": "ai_workers.bots.random_bot:RandomBot",
     "heuristic": "ai_workers.bots.heuristic:HeuristicBot",
@@ -39,24 +37,8 @@ class UnknownBotError(LookupError):
     """No bot of that name is installed."""
 
 
-@functools.cache
-def _scan() -> tuple[dict[str, str], tuple[str, ...]]:
-    """(name -> target of every bot, the distributions that register bots), read once."""
-    found = dict(BUILTINS)
-    providers: set[str] = set()
-    try:
-        for ep in entry_points(group=GROUP):
-            found[ep.name] = ep.value
-            dist = getattr(ep, "dist", None)
-            if dist is not None:
-                providers.add(f"{dist.name} {dist.version}")
-    except Exception:  # broken metadata must not take the built-ins down with it
-        log.exception("could not read the %s entry points; using the built-in bots", GROUP)
-    return found, tuple(sorted(providers))
-
-
 def _registered() -> dict[str, str]:
-    return _scan()[0]
+    return {**BUILTINS, **bot_plugins.scan()[0]}
 
 
 def available_bots() -> list[str]:
@@ -64,28 +46,13 @@ def available_bots() -> list[str]:
     return sorted(_registered())
 
 
-def where_bots_come_from() -> str:
-    """Where the names were read, for messages: the entry-point group and the installed
-    distributions that provide it."""
-    providers = _scan()[1]
-    of = f" (provided by {', '.join(providers)})" if providers else " (no package provides it)"
-    return f"the entry-point group {GROUP!r}{of}, and the built-ins"
-
-
 def describe_bots() -> str:
     """What a worker logs at start."""
-    return (
-        f"bots: {', '.join(available_bots())}, from {where_bots_come_from()}; read at start: "
-        "restart to see bots installed or changed later"
-    )
+    return bot_plugins.describe(available_bots())
 
 
 def unknown_bot_message(name: str, known: Iterable[str]) -> str:
-    return (
-        f"unknown bot {name!r}; installed bots: {', '.join(sorted(set(known)))}. Bots are read "
-        f"when the engine and the workers start, from {where_bots_come_from()}: install the "
-        "bot's package where both run, then restart them"
-    )
+    return bot_plugins.unknown_message(name, known)
 
 
 def _import(target: str) -> type:

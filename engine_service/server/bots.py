@@ -8,10 +8,9 @@ in this environment, the built-in names are accepted.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib.metadata import entry_points
 
-GROUP = "ascension.bots"
+from engine_service import bot_plugins
+
 BUILTIN_BOTS = ("expert", "heuristic", "ismcts", "random")
 MAX_ITERATIONS = 1_000_000
 MAX_TIME_MS = 60_000
@@ -62,42 +61,19 @@ def for_difficulty(level: str, seed: int = 0, exploration: float = 0.0) -> BotCo
     return BotConfig(d.bot, d.iterations, d.time_ms, seed, exploration)
 
 
-@lru_cache(maxsize=1)
-def _scan() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(bot names, the distributions that provide them as "name version"), read once."""
-    names, providers = set(), set()
-    for ep in entry_points(group=GROUP):
-        names.add(ep.name)
-        dist = getattr(ep, "dist", None)
-        if dist is not None:
-            providers.add(f"{dist.name} {dist.version}")
-    return (tuple(sorted(names)) or BUILTIN_BOTS), tuple(sorted(providers))
-
-
 def registered_bots() -> tuple[str, ...]:
-    return _scan()[0]
-
-
-def where_bots_come_from() -> str:
-    providers = _scan()[1]
-    of = f"provided by {', '.join(providers)}" if providers else "which no package provides here"
-    return f"the entry-point group {GROUP!r} ({of})"
+    """The names AI seats may use: every registered bot, or the built-ins when nothing is
+    registered in this environment."""
+    return tuple(sorted(bot_plugins.scan()[0])) or BUILTIN_BOTS
 
 
 def describe_bots() -> str:
     """What the engine logs at start."""
-    return (
-        f"bots: {', '.join(registered_bots())}, from {where_bots_come_from()}; read at start: "
-        "restart to see bots installed or changed later"
-    )
+    return bot_plugins.describe(registered_bots())
 
 
 def unknown_bot_message(name: str) -> str:
-    return (
-        f"unknown bot {name!r}; registered bots: {', '.join(registered_bots())}. Bots are read "
-        f"when the engine and the workers start, from {where_bots_come_from()}: install the "
-        "bot's package where both run, then restart them"
-    )
+    return bot_plugins.unknown_message(name, registered_bots())
 
 
 def check_bot(bot: BotConfig) -> list[tuple[str, str]]:

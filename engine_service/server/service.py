@@ -39,6 +39,8 @@ SERVICE = "ascension.v1.Engine"
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 Handler = Callable[[Any, Req, Any], Awaitable[Resp]]
+Item = TypeVar("Item")
+StreamHandler = Callable[[Any, Req, Any], AsyncIterator[Item]]
 
 
 class Undecodable:
@@ -105,6 +107,40 @@ def unary(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
                 self._count_refusal(err)
                 await _fail(context, err)
                 raise  # not reached: abort raises
+            finally:
+                self.metrics.observe_rpc(method, code, t0)
+
+        return handler
+
+    return wrap
+
+
+def streaming(
+    method: str,
+) -> Callable[[StreamHandler[Req, Item]], StreamHandler[Req, Item]]:
+    """:func:`unary` for a server-streaming method: the same refusal of undecodable requests,
+    error answers, refusal counts and metrics, around every item the method yields."""
+
+    def wrap(fn: StreamHandler[Req, Item]) -> StreamHandler[Req, Item]:
+        @functools.wraps(fn)
+        async def handler(self: EngineService, request: Req, context: Any) -> AsyncIterator[Item]:
+            t0 = time.perf_counter()
+            code = "OK"
+            try:
+                if request is UNDECODABLE:
+                    raise _undecodable(method, context)
+                async for item in fn(self, request, context):
+                    yield item
+            except asyncio.CancelledError:
+                code = "CANCELLED"
+                raise
+            except Exception as e:
+                if isinstance(e, grpc.aio.AbortError):
+                    raise
+                err = _error_of(e)
+                code = err.code.value
+                self._count_refusal(err)
+                await _fail(context, err)
             finally:
                 self.metrics.observe_rpc(method, code, t0)
 
@@ -214,61 +250,30 @@ class EngineService:
         await self.analyses.deliver(request)
         return epb.SubmitAnalysisResponse()
 
+    @streaming("ReviewGame")
     async def ReviewGame(
         self, request: epb.ReviewGameRequest, context: Any
     ) -> AsyncIterator[epb.DecisionReview]:
         """Yields each decision's review as it is rated (``Reviews.review``)."""
-        t0 = time.perf_counter()
-        code = "OK"
-        try:
-            if request is UNDECODABLE:  # type: ignore[comparison-overlap]
-                raise _undecodable("ReviewGame", context)
-            async for r in self.reviews.review(request, context):
-                yield r
-        except asyncio.CancelledError:
-            code = "CANCELLED"
-            raise
-        except Exception as e:
-            if isinstance(e, grpc.aio.AbortError):
-                raise
-            err = _error_of(e)
-            code = err.code.value
-            await _fail(context, err)
-        finally:
-            self.metrics.observe_rpc("ReviewGame", code, t0)
+        async for r in self.reviews.review(request, context):
+            yield r
 
+    @streaming("WatchGame")
     async def WatchGame(
         self, request: epb.WatchGameRequest, context: Any
     ) -> AsyncIterator[bytes]:
         """Yields each update as the store keeps it, serialized (see ``_bytes_or``): a watched
         update is sent to every watcher without being parsed and serialized again for each."""
-        t0 = time.perf_counter()
-        code = "OK"
-        try:
-            if request is UNDECODABLE:  # type: ignore[comparison-overlap]
-                raise _undecodable("WatchGame", context)
-            active = lambda: not context.done()  # noqa: E731
-            updates = self.games.watch(
-                request.game_id,
-                request.after_version,
-                request.after_commit_id,
-                self._caller(context),
-                active,
-            )
-            async for raw in updates:
-                yield raw
-        except asyncio.CancelledError:
-            code = "CANCELLED"
-            raise
-        except Exception as e:
-            if isinstance(e, grpc.aio.AbortError):
-                raise
-            err = _error_of(e)
-            code = err.code.value
-            self._count_refusal(err)
-            await _fail(context, err)
-        finally:
-            self.metrics.observe_rpc("WatchGame", code, t0)
+        active = lambda: not context.done()  # noqa: E731
+        updates = self.games.watch(
+            request.game_id,
+            request.after_version,
+            request.after_commit_id,
+            self._caller(context),
+            active,
+        )
+        async for raw in updates:
+            yield raw
 
 
 def _bytes_or(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:

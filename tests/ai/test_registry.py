@@ -11,6 +11,7 @@ from ai_workers.bots.heuristic import HeuristicBot
 from ai_workers.bots.ismcts import ISMCTSBot
 from ai_workers.bots.random_bot import RandomBot
 from ai_workers.examples.greedy_honor import GreedyHonorBot
+from engine_service import bot_plugins
 
 
 @pytest.fixture(autouse=True)
@@ -41,16 +42,16 @@ def test_unknown_bot_says_when_and_where_bots_are_read() -> None:
 @pytest.fixture
 def rescan() -> Any:
     """The entry points are read once per process: read them again around a test."""
-    registry._scan.cache_clear()
+    bot_plugins.scan.cache_clear()
     yield
-    registry._scan.cache_clear()
+    bot_plugins.scan.cache_clear()
 
 
 def test_builtins_without_package_metadata(monkeypatch: pytest.MonkeyPatch, rescan: Any) -> None:
     def broken(**_: Any) -> Any:
         raise RuntimeError("no metadata")
 
-    monkeypatch.setattr(registry, "entry_points", broken)
+    monkeypatch.setattr(bot_plugins, "entry_points", broken)
     assert registry.available_bots() == ["expert", "heuristic", "ismcts", "random"]
     assert isinstance(registry.load_bot("heuristic"), HeuristicBot)
 
