@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ai_workers import config, heartbeat
+from engine_service import redis_urls
 
 SWEEPER_NOTE = (
     "ascension-worker sweeper: nothing to run. Stalled AI moves are re-dispatched by the engine "
@@ -197,7 +198,9 @@ def check(cfg: config.WorkerConfig, timeout: float) -> int:
             return 1
     else:
         nodes = [cfg.node]
-    app = Celery("ascension-worker-check", broker=cfg.broker_url, set_as_current=False)
+    kombu_url, broker_conf = redis_urls.celery_broker(cfg.broker_url)  # (redis+sentinel://)
+    app = Celery("ascension-worker-check", broker=kombu_url, set_as_current=False)
+    app.conf.update(broker_conf)
     app.conf.broker_connection_timeout = timeout
     app.conf.broker_connection_retry_on_startup = False
     app.conf.broker_connection_max_retries = 1

@@ -35,6 +35,8 @@ import threading
 import time
 from typing import Any
 
+from engine_service import redis_urls
+
 log = logging.getLogger("ascension.engine.dispatch")
 
 TASK_NAME = "ascension.choose_move"
@@ -124,7 +126,9 @@ class CeleryDispatcher(Dispatcher):
         from celery import Celery
 
         self.message_ttl = message_ttl
-        self.app = Celery("ascension-engine", broker=broker_url, set_as_current=False)
+        kombu_url, broker_conf = redis_urls.celery_broker(broker_url)  # (redis+sentinel://)
+        self.app = Celery("ascension-engine", broker=kombu_url, set_as_current=False)
+        self.app.conf.update(broker_conf)
         self.app.conf.broker_connection_retry_on_startup = True
         self.app.conf.task_default_queue = QUEUE
         # One thread sends: a Celery producer is not shared across threads.
