@@ -19,7 +19,7 @@ from typing import Any
 
 from celery import Celery, signals
 
-from ai_workers import config
+from ai_workers import broker, config
 from engine_service import redis_urls
 
 TASK_MODULES = ["ai_workers.tasks", "ai_workers.analysis_task"]  # choose_move, analyze_position
@@ -68,6 +68,8 @@ def make_app(cfg: config.WorkerConfig | None = None) -> Any:
     kombu_url, broker_conf = redis_urls.celery_broker(cfg.broker_url)  # (redis+sentinel://)
     app = Celery("ascension-worker", broker=kombu_url, set_as_current=True, include=TASK_MODULES)
     app.conf.update(broker_conf)
+    if redis_urls.is_sentinel(cfg.broker_url):
+        app.conf.broker_transport = broker.NAME  # (kombu's, repaired for failovers)
     app.conf.update(
         task_default_queue=config.QUEUE,
         task_routes={config.TASK_NAME: {"queue": config.QUEUE}},

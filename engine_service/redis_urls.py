@@ -160,4 +160,8 @@ def celery_broker(url: str) -> tuple[str, dict[str, Any]]:
         sentinel_kwargs.update(ssl=True, **tls)
         conf["broker_use_ssl"] = tls
     conf["broker_transport_options"] = {"master_name": s.service, "sentinel_kwargs": sentinel_kwargs}
-    return ";".join(urls), conf
+    kombu_url = ";".join(urls)
+    # Celery prefers the variable CELERY_BROKER_URL (this URL, as the engine and the worker
+    # read it) to the app's broker; its read and write URLs win over both.
+    conf.update(broker_read_url=kombu_url, broker_write_url=kombu_url)
+    return kombu_url, conf

@@ -18,11 +18,14 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
+from tests.ai.test_celery_integration import ai, metrics, start_worker, wait_over
 from tests.cluster.play import Follower, Player, check_history, check_watched
 from tests.failover.sentinel import LocalSentinel, local_sentinel
 from tests.service import support
@@ -94,3 +97,46 @@ def test_the_primary_killed_mid_game_loses_no_acknowledged_move(
     for f, p in zip(followers, players, strict=True):
         check_watched(f, p.acked)
     assert sentinel.primary() == new and sentinel.role(old) == "slave"
+
+
+def test_ai_moves_go_through_the_sentinels_broker_across_a_failover(
+    sentinel: LocalSentinel, tmp_path: Path
+) -> None:
+    """The Celery broker is the same Sentinel-managed primary (CELERY_BROKER_URL unset: the
+    engine's REDIS_URL; the worker's CELERY_BROKER_URL the same redis+sentinel:// URL): AI moves
+    are sent and played through it; `ascension-worker check` pings the worker through it; its
+    primary killed mid-game, engine and worker find the new one and the game ends, every move
+    a worker's (a move message the old primary took with it is sent again by the sweeper; the
+    engine plays no move itself: ENGINE_AI_MAX_DISPATCHES=0)."""
+    e = support.start_engine(sentinel.url(), ENGINE_AI_DISPATCH="celery", ENGINE_AI_SWEEP_SECONDS="1",
+                             ENGINE_AI_STALL_SECONDS="3", ENGINE_AI_MAX_DISPATCHES="0", **WAIT_ENV)  # fmt: skip
+    w = start_worker(sentinel.url(), str(support.ROOT), tmp_path, "sentinel")
+    try:
+        stub = e.stub()
+        game = stub.CreateGame(epb.CreateGameRequest(sets="ss", seed=9, seats=[
+            ai("heuristic", seed=1), ai("heuristic", seed=2)]), timeout=support.CALL_TIMEOUT)  # fmt: skip
+        checked = w.check(timeout=10)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert "redis+sentinel://" in checked.stdout  # (the broker it names, no password)
+
+        def version() -> int:
+            return int(stub.GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=30).version)
+
+        deadline = time.monotonic() + 120
+        while version() < 20:
+            assert time.monotonic() < deadline, (version(), w.log()[-3000:])
+            time.sleep(0.1)
+        old = sentinel.primary()
+        sentinel.kill(old)
+        sentinel.restart(old, replica_of=sentinel.wait_failover(old))
+        try:
+            final = wait_over(e, game.game_id, 180)
+        except AssertionError as stuck:
+            raise AssertionError(f"{stuck}\nengine:\n{e.log()[-4000:]}\nworker:\n{w.log()[-6000:]}") from None
+        assert final.over  # (every move a worker's: the engine plays none, see above)
+        assert "Unrecoverable error" not in w.log()  # (ai_workers/broker.py)
+        m = metrics(w.metrics_port)
+        assert sum(v for k, v in m.items() if k.startswith("ascension_worker_moves_total{")) > 20
+    finally:
+        w.stop()
+        e.stop()
