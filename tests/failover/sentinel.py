@@ -11,6 +11,8 @@ a free loopback port, killed at the end.
 
 A 1 s ``down-after-milliseconds`` makes a failover take a few seconds. Persistence is the
 shipped one (append-only file, ``appendfsync always``): a restarted server loads its file.
+``Secured`` adds passwords (the servers', the Sentinels' own) and TLS everywhere (clients,
+replication, Sentinels), with certificates of tests/security/pki.py.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 import redis
 
 from tests.reliability.redis_proc import RedisProcess
+from tests.security.pki import Pki
 
 SERVICE = "games"
 DOWN_AFTER_MS = 1000
@@ -46,16 +49,56 @@ def free_ports(n: int, highest: int = 55535) -> list[int]:
     return out
 
 
+@dataclass(frozen=True)
+class Secured:
+    pki: Pki | None = None  # TLS for everything (no plaintext port)
+    password: str = ""  # the servers' (requirepass, masterauth; the Sentinels' auth-pass)
+    sentinel_password: str = ""  # the Sentinels' own requirepass
+
+    def server_args(self) -> tuple[str, ...]:
+        out: list[str] = []
+        if self.password:
+            out += ["--requirepass", self.password, "--masterauth", self.password]
+        if self.pki:
+            out += ["--tls-cert-file", str(self.pki.server_cert), "--tls-key-file",
+                    str(self.pki.server_key), "--tls-ca-cert-file", str(self.pki.ca),
+                    "--tls-auth-clients", "no", "--tls-replication", "yes"]  # fmt: skip
+        return tuple(out)
+
+    def sentinel_conf(self) -> str:
+        lines = []
+        if self.password:
+            lines.append(f"sentinel auth-pass {SERVICE} {self.password}")
+        if self.sentinel_password:
+            lines += [f"requirepass {self.sentinel_password}",
+                      f"sentinel sentinel-pass {self.sentinel_password}"]  # fmt: skip
+        if self.pki:
+            lines += [f"tls-cert-file {self.pki.server_cert}", f"tls-key-file {self.pki.server_key}",
+                      f"tls-ca-cert-file {self.pki.ca}", "tls-auth-clients no",
+                      "tls-replication yes"]  # fmt: skip
+        return "".join(line + "\n" for line in lines)
+
+    def client(self, port: int, password: str) -> redis.Redis:
+        tls = {"ssl": True, "ssl_ca_certs": str(self.pki.ca)} if self.pki else {}
+        return redis.Redis(port=port, password=password or None, socket_timeout=5,
+                           socket_connect_timeout=2, **tls)  # type: ignore[arg-type]  # fmt: skip
+
+
 class Server(RedisProcess):
     """A data server on a port chosen here."""
 
-    def __init__(self, data_dir: Path, port: int, *args: str) -> None:
-        super().__init__(data_dir, *args)
+    def __init__(self, data_dir: Path, port: int, *args: str, secured: Secured = Secured()) -> None:
+        tls = ("--port", "0", "--tls-port", str(port)) if secured.pki else ()
+        super().__init__(data_dir, *args, *secured.server_args(), *tls)
         self.port = port
-        self.settings = args  # (without a replicaof given at a restart)
+        self.secured = secured
+        self.settings = self.args  # (without a replicaof given at a restart)
+
+    def client(self) -> redis.Redis:
+        return self.secured.client(self.port, self.secured.password)
 
 
-SENTINEL_CONF = """port {port}
+SENTINEL_CONF = """{listen}
 bind 127.0.0.1
 dir {dir}
 sentinel monitor {service} 127.0.0.1 {primary} 2
@@ -68,16 +111,25 @@ sentinel parallel-syncs {service} 1
 @dataclass
 class LocalSentinel:
     workdir: Path
+    secured: Secured = Secured()
     servers: dict[int, Server] = field(default_factory=dict)
     sentinel_ports: list[int] = field(default_factory=list)
     sentinels: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def url(self, scheme: str = "redis+sentinel", db: int = 0) -> str:
+    def url(self, db: int = 0) -> str:
+        """The engine's REDIS_URL for this setup."""
+        sec = self.secured
+        scheme = "rediss+sentinel" if sec.pki else "redis+sentinel"
+        auth = f":{sec.password}@" if sec.password else ""
         hosts = ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports)
-        return f"{scheme}://{hosts}/{SERVICE}/{db}"
+        options = [f"sentinel_password={sec.sentinel_password}"] if sec.sentinel_password else []
+        options += [f"ssl_ca_certs={sec.pki.ca}"] if sec.pki else []
+        query = "?" + "&".join(options) if options else ""
+        return f"{scheme}://{auth}{hosts}/{SERVICE}/{db}{query}"
 
     def client(self, port: int) -> redis.Redis:
-        return redis.Redis(port=port, socket_timeout=5, socket_connect_timeout=2)
+        sec = self.secured
+        return sec.client(port, sec.sentinel_password if port in self.sentinel_ports else sec.password)
 
     def named(self) -> dict[int, int | None]:
         """Sentinel port -> the primary's port it names (None: it does not answer)."""
@@ -182,26 +234,29 @@ class LocalSentinel:
 
 
 @contextlib.contextmanager
-def local_sentinel(replicas: int = 1, server_args: tuple[str, ...] = ()) -> Iterator[LocalSentinel]:
+def local_sentinel(replicas: int = 1, secured: Secured = Secured()) -> Iterator[LocalSentinel]:
     """A primary with ``replicas`` replicas, watched by three Sentinels, ready to use."""
-    persistence = ("--appendonly", "yes", "--appendfsync", "always", *server_args)
+    persistence = ("--appendonly", "yes", "--appendfsync", "always")
     with tempfile.TemporaryDirectory(prefix="asc-sentinel-") as tmp:
-        s = LocalSentinel(Path(tmp))
+        s = LocalSentinel(Path(tmp), secured)
         ports = free_ports(4 + replicas)
         try:
             primary, *replica_ports = ports[: 1 + replicas]
-            s.servers[primary] = Server(s.workdir / str(primary), primary, *persistence)
+            s.servers[primary] = Server(s.workdir / str(primary), primary, *persistence,
+                                        secured=secured)  # fmt: skip
             for port in replica_ports:
                 s.servers[port] = Server(s.workdir / str(port), port, *persistence, "--replicaof",
-                                         "127.0.0.1", str(primary))  # fmt: skip
+                                         "127.0.0.1", str(primary), secured=secured)  # fmt: skip
             for server in s.servers.values():
                 server.start()
             s.sentinel_ports = ports[1 + replicas :]
             for port in s.sentinel_ports:
                 conf = s.workdir / f"sentinel-{port}.conf"  # (Sentinel rewrites it: writable)
+                listen = f"port 0\ntls-port {port}" if secured.pki else f"port {port}"
                 conf.write_text(SENTINEL_CONF.format(
-                    port=port, dir=s.workdir, service=SERVICE, primary=primary,
-                    down_after=DOWN_AFTER_MS, failover_timeout=FAILOVER_TIMEOUT_MS))  # fmt: skip
+                    listen=listen, dir=s.workdir, service=SERVICE, primary=primary,
+                    down_after=DOWN_AFTER_MS, failover_timeout=FAILOVER_TIMEOUT_MS)
+                    + secured.sentinel_conf())  # fmt: skip
                 s.sentinels.append(subprocess.Popen(
                     [shutil.which("redis-server") or "/usr/bin/redis-server", str(conf), "--sentinel"],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip

@@ -19,9 +19,10 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.connection import Connection, SSLConnection, parse_url
-from redis.asyncio.sentinel import Sentinel, SentinelManagedConnection
+from redis.asyncio.sentinel import MasterNotFoundError, Sentinel, SentinelManagedConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ReadOnlyError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.sentinel import DEMOTED_MASTER_UNBLOCKED_ERROR
 
 from engine_service import redis_urls
@@ -86,6 +87,30 @@ class SentinelPrimarySSLConnection(SentinelPrimaryConnection, SSLConnection):
     pass
 
 
+class Sentinels(Sentinel):
+    """redis-py's Sentinel client, with an error that says in one line what each Sentinel
+    answered when none names a primary (redis-py's repeats each client's settings)."""
+
+    async def discover_master(self, service_name: str) -> tuple[str, int]:
+        problems = []
+        for i, sentinel in enumerate(self.sentinels):
+            kwargs = sentinel.connection_pool.connection_kwargs
+            where = f"{kwargs.get('host')}:{kwargs.get('port')}"
+            try:
+                masters: Any = await sentinel.sentinel_masters()
+            except (RedisConnectionError, RedisTimeoutError, ResponseError) as e:
+                problems.append(f"{where}: {type(e).__name__}: {e}")
+                continue
+            state = masters.get(service_name)
+            if state and self.check_master_state(state, service_name):
+                self.sentinels[0], self.sentinels[i] = sentinel, self.sentinels[0]  # (asked first)
+                return state["ip"], int(state["port"])
+            problems.append(f"{where}: " + ("its primary is down" if state else "monitors no such service"))
+        raise MasterNotFoundError(
+            f"no Sentinel names the primary of {service_name!r} ({'; '.join(problems)})"
+        )
+
+
 def client(url: str, **kwargs: Any) -> tuple[Any, Sentinel | None]:
     """(redis-py's asyncio client of the primary ``url`` names, the Sentinel client it asks,
     if any: the caller closes both). ``kwargs``: the pool's and the connections' settings."""
@@ -104,7 +129,7 @@ def client(url: str, **kwargs: Any) -> tuple[Any, Sentinel | None]:
     asking = {**redis_urls.SENTINEL_TIMEOUTS, **s.sentinel_credentials()}
     if s.tls:
         asking.update(ssl=True, **{k: v for k, v in server.items() if k.startswith("ssl_")})
-    sentinel = Sentinel(s.sentinels, sentinel_kwargs=asking)
+    sentinel = Sentinels(s.sentinels, sentinel_kwargs=asking)
     cls = SentinelPrimarySSLConnection if s.tls else SentinelPrimaryConnection
     # (An address no connection can reach until the Sentinels give the primary's: never a
     # default one, a local Redis that is not ours.)
