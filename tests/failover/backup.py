@@ -2,7 +2,8 @@
 for a redis-server of a test's own (RedisProcess) running with the shipped persistence
 (append-only file, ``appendfsync always``):
 
-- ``snapshot``: ``BGSAVE``, wait until it is done, copy ``dump.rdb``;
+- ``snapshot``: ``BGSAVE SCHEDULE``, wait until ``rdb_saves`` counts it (``LASTSAVE`` has whole
+  seconds: a save in the same second as the last one does not move it), copy ``dump.rdb``;
 - ``copy_aof``: automatic rewrites off, no rewrite running, copy ``appendonlydir``, rewrites on;
 - ``restore_snapshot``: Redis stopped, its ``appendonlydir`` moved aside (Redis 7 with
   ``appendonly yes`` would start from it, or from a new empty one: never from ``dump.rdb``),
@@ -34,13 +35,17 @@ def _wait_persistence(r: RedisProcess, done: dict[str, str], timeout: float = 60
 
 def snapshot(r: RedisProcess, dest: Path) -> Path:
     with r.client() as c:
-        before = c.lastsave()
-        c.bgsave()
+        saves = int(c.info("persistence")["rdb_saves"])
+        c.bgsave()  # (SCHEDULE: after an append-only file rewrite, if one runs)
         deadline = time.monotonic() + 60
-        while c.lastsave() == before or c.info("persistence")["rdb_bgsave_in_progress"]:
-            assert time.monotonic() < deadline, "BGSAVE did not finish"
+        while True:
+            info = c.info("persistence")
+            if int(info["rdb_saves"]) > saves and not int(info["rdb_bgsave_in_progress"]):
+                break
+            if info["rdb_last_bgsave_status"] != "ok" and not int(info["rdb_bgsave_in_progress"]):
+                raise AssertionError(f"BGSAVE failed: {info}")
+            assert time.monotonic() < deadline, f"BGSAVE did not finish: {info}"
             time.sleep(0.05)
-        assert c.info("persistence")["rdb_last_bgsave_status"] == "ok"
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(r.dir / "dump.rdb", dest)
     return dest
