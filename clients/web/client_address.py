@@ -142,11 +142,11 @@ class ClientAddress:
             return None
         if self.proxies.trusted and self.proxies.trusts(a):
             told = self.proxies.client(header_values(headers, self.proxies.header))
-            if isinstance(told, str):
-                return told if _NAME.fullmatch(told) else None
-            if told is not None:
+            if isinstance(told, str) and _NAME.fullmatch(told):
+                return told
+            if told is not None and not isinstance(told, str):
                 return str(told)
-        return str(a)
+        return str(a)  # (a trusted proxy that told nothing usable: itself)
 
     def metadata(
         self, peer: str | None, headers: Iterable[tuple[str, str]]

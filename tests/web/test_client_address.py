@@ -214,7 +214,7 @@ def test_an_engine_trusting_the_gateways_address_gets_the_browsers_too() -> None
         ("10.0.0.5:5000", [("x-forwarded-for", "203.0.113.9, 10.1.2.3")], "203.0.113.9"),
         ("10.0.0.5:5000", [("x-forwarded-for", "10.1.2.3")], "10.0.0.5"),  # only proxies
         ("10.0.0.5:5000", [("x-forwarded-for", "_hidden-3")], "_hidden-3"),
-        ("10.0.0.5:5000", [("x-forwarded-for", 'bad"name')], None),
+        ("10.0.0.5:5000", [("x-forwarded-for", 'bad"name')], "10.0.0.5"),
         ("10.0.0.5:5000", [], "10.0.0.5"),
         (None, [("x-forwarded-for", "203.0.113.9")], None),
     ],
