@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import os
 import random
+import secrets
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -34,7 +35,7 @@ from clients.embedded import EmbeddedEngine, EngineStartError
 from clients.sdk import DIFFICULTIES, TLS, AscensionError, Client, bot, human
 from clients.sdk.tls import operator_key_from_env
 from clients.sdk.types import SETS
-from clients.web import hosts
+from clients.web import client_address, hosts
 from engine_service import names
 
 EXAMPLES = """\
@@ -203,6 +204,24 @@ def build_parser() -> argparse.ArgumentParser:
         "the name of a reverse proxy; repeat for more (env ASCENSION_WEB_ALLOWED_HOSTS, "
         "comma-separated). Requests for other names are refused (DNS rebinding)",
     )  # fmt: skip
+    web.add_argument(
+        "--trusted-proxies", default=None, metavar="CIDRS",
+        help="proxies in front of the page (comma-separated CIDRs: a load balancer, the "
+        "Ingress controller): a request from one of them counts as the address they report, "
+        "else a request is its connection's address whatever headers it sends (env "
+        f"{client_address.ENV_TRUSTED})",
+    )  # fmt: skip
+    web.add_argument(
+        "--client-address-header", default=None, metavar="NAME",
+        help="the header those proxies put the client's address in (default x-forwarded-for; "
+        f"env {client_address.ENV_HEADER})",
+    )  # fmt: skip
+    web.add_argument(
+        "--gateway-key-file", default=None, metavar="FILE",
+        help="file holding a gateway key, one of the engine's ENGINE_GATEWAY_KEYS: the engine "
+        "then counts each call as the browser's address (env "
+        f"{client_address.ENV_KEY}[_FILE]); with --address",
+    )  # fmt: skip
     web.add_argument("--no-browser", action="store_true", help="only print the page's URL")
     web.add_argument("--sets", choices=SETS, default="ss", help="ss, cotgi or both (default ss)")
     web.add_argument("--players", type=int, default=2, help="seats in a new game (default 2)")
@@ -250,13 +269,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 @contextlib.contextmanager
 def engine_address(
-    console: Console, address: str | None, *, ai_processes: int = 1
+    console: Console,
+    address: str | None,
+    *,
+    ai_processes: int = 1,
+    env: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, EmbeddedEngine | None]]:
-    """The given address, or a private engine started for the duration of the block."""
+    """The given address, or a private engine (with settings ``env``) started for the
+    duration of the block."""
     if address:
         yield address, None
         return
-    engine = EmbeddedEngine(ai_processes=ai_processes)
+    engine = EmbeddedEngine(ai_processes=ai_processes, env=env)
     with console.status("Starting a local engine (embedded store, local AI workers)…"):
         engine.start()
     try:
@@ -441,11 +465,25 @@ def cmd_web(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]{hosts.ENV_ALLOWED}: {e}[/]")
         return 2
     try:
+        client = _client_address(args)
+    except ValueError as e:
+        console.print(f"[red]{escape(str(e))}[/]")
+        return 2
+    private_env = None
+    if not args.address:  # the private engine believes this gateway, with a key of its own
+        client = client_address.ClientAddress(client.proxies, secrets.token_urlsafe(32))
+        private_env = {"ENGINE_GATEWAY_KEYS": client.key or ""}
+    try:
         sock = serve.bind(args.host, args.port)
     except OSError as e:
         console.print(f"[red]Cannot serve on {args.host}:{args.port}:[/] {e.strerror or e}")
         return 1
-    with sock, engine_address(console, args.address, ai_processes=args.ai_processes) as started:
+    with (
+        sock,
+        engine_address(
+            console, args.address, ai_processes=args.ai_processes, env=private_env
+        ) as started,
+    ):
         address, private = started[0], started[1] is not None
         config = serve.PageConfig(
             sets=args.sets, players=args.players, bots=list(args.bot), budget_ms=args.budget_ms,
@@ -457,13 +495,21 @@ def cmd_web(args: argparse.Namespace, console: Console) -> int:
         if not args.no_browser:
             serve.open_browser(url)
         if private:
-            serve.run(sock, address, config, guard=guard)
+            serve.run(sock, address, config, guard=guard, client=client)
         else:
             serve.run(
                 sock, address, config, tls=_tls(args), operator_key=_operator_key(args),
-                guard=guard,
+                guard=guard, client=client,
             )  # fmt: skip
     return 0
+
+
+def _client_address(args: argparse.Namespace) -> client_address.ClientAddress:
+    """--trusted-proxies, --client-address-header and --gateway-key-file (else their
+    ASCENSION_WEB_* variables); ValueError names the one at fault."""
+    return client_address.ClientAddress.from_options(
+        args.trusted_proxies, args.client_address_header, args.gateway_key_file
+    )
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

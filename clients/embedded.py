@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -51,8 +52,11 @@ class EmbeddedEngine:
         log_level: str = "WARNING",
         start_timeout: float = 60.0,
         log_path: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        """``env``: settings of the engine beyond the environment's and a private engine's."""
         self.ai_processes = max(1, ai_processes)
+        self.env = dict(env or {})
         self.log_level = log_level
         self.start_timeout = start_timeout
         self.port = 0
@@ -96,6 +100,7 @@ class EmbeddedEngine:
             ENGINE_SHUTDOWN_GRACE_SECONDS="1",
             LOG_LEVEL=self.log_level,
         )
+        env.update(self.env)
         cmd = [*engine_command(), "serve", "--host", "127.0.0.1", "--grpc-port", str(self.port)]
         self.proc = subprocess.Popen(
             cmd,

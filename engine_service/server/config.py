@@ -236,6 +236,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_MAX_LIVE_GAMES", "max_live_games", int, 10000, "games not over the store may hold (0 = no cap)"),
     Option("ENGINE_TRUSTED_PROXIES", "trusted_proxies", str, "", "proxies (comma-separated CIDRs) whose client address header the per-caller limits key on; unset = the peer address"),
     Option("ENGINE_CLIENT_ADDRESS_HEADER", "client_address_header", str, DEFAULT_HEADER, "the header the trusted proxies set (the right-most address not a trusted proxy is the caller's)"),
+    Option("ENGINE_GATEWAY_KEYS", "gateway_keys", str, "", "keys of the browser gateways (comma or newline separated): a call with one counts as the client address it names", secret=True),
     Option("ENGINE_AI_TOKEN_KEYS", "ai_token_keys", str, "", "HMAC keys of AI move credentials (first signs); unset = one per process", secret=True),
     Option("ENGINE_AI_CREDENTIAL_TTL_SECONDS", "ai_credential_ttl_seconds", float, 900.0, "lifetime of an AI move credential"),
     Option("ENGINE_ANALYSIS_MAX_BUDGET_MS", "analysis_max_budget_ms", int, 2000, "cap of an AnalyzePosition search's time (0 = no hints)"),
@@ -302,6 +303,7 @@ class Settings:
     max_live_games: int = 10000
     trusted_proxies: str = ""
     client_address_header: str = DEFAULT_HEADER
+    gateway_keys: str = field(default="", repr=False)
     ai_token_keys: str = field(default="", repr=False)
     ai_credential_ttl_seconds: float = 900.0
     analysis_max_budget_ms: int = 2000
@@ -363,7 +365,11 @@ class Settings:
 
     def callers(self) -> Callers:
         """Who a call counts as for the per-caller limits."""
-        return Callers(parse_networks(self.trusted_proxies), self.client_address_header)
+        return Callers(
+            parse_networks(self.trusted_proxies),
+            self.client_address_header,
+            parse_keys(self.gateway_keys),
+        )
 
     def call_limits(self) -> CallLimits:
         return CallLimits(
@@ -537,6 +543,7 @@ class Settings:
         for name, keys, least in (
             ("ENGINE_OPERATOR_KEYS", parse_keys(self.operator_keys), MIN_KEY_CHARS),
             ("ENGINE_AI_TOKEN_KEYS", parse_keys(self.ai_token_keys), tokens.MIN_KEY_CHARS),
+            ("ENGINE_GATEWAY_KEYS", parse_keys(self.gateway_keys), MIN_KEY_CHARS),
         ):
             if any(len(k) < least for k in keys):
                 problems.append(f"{name}: every key needs at least {least} characters")

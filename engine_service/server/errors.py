@@ -56,6 +56,7 @@ REASONS: dict[str, tuple[Code, str]] = {
     "OPERATOR_CREDENTIAL_REQUIRED": (Code.UNAUTHENTICATED, "the call needs `authorization: Bearer <operator key>`"),
     "UNKNOWN_OPERATOR_KEY": (Code.UNAUTHENTICATED, "the bearer key is not one of the server's operator keys"),
     "AI_CREDENTIAL_EXPIRED": (Code.UNAUTHENTICATED, "an AI move credential past its lifetime"),
+    "UNKNOWN_GATEWAY_KEY": (Code.UNAUTHENTICATED, "the gateway key in `ascension-gateway-key` is not one of the server's gateway keys"),
     "ADMIN_TOKEN_REQUIRED": (Code.PERMISSION_DENIED, "a seat token cannot delete a game"),
     "SEED_NEEDS_OPERATOR": (Code.PERMISSION_DENIED, "choosing the seed of a game with a human seat needs an operator credential"),
     "REVIEW_OTHER_SEAT": (Code.PERMISSION_DENIED, "a seat token reviews its own seat only (metadata: seat)"),

@@ -171,7 +171,34 @@ Secret and key of ENGINE_AI_TOKEN_KEYS: engine.aiTokenKeys.existingSecret, else 
 Does the chart write <fullname>-engine-keys (something to put in it)?
 */}}
 {{- define "ascension-engine.createEngineKeysSecret" -}}
-{{- if or (not .Values.engine.aiTokenKeys.existingSecret) (include "ascension-engine.generateOperatorKey" .) }}true{{- end }}
+{{- if or (not .Values.engine.aiTokenKeys.existingSecret) (include "ascension-engine.generateOperatorKey" .) (include "ascension-engine.generateGatewayKey" .) }}true{{- end }}
+{{- end }}
+
+{{/*
+The web pods' gateway key (ENGINE_GATEWAY_KEYS_FILE on the engine, --gateway-key-file on the
+web pods): web.gatewayKey.existingSecret, else a key the chart generates into
+<fullname>-engine-keys and keeps across upgrades (lookup). Only with web.enabled: the engine
+then believes the client address of a call with that key, and of no other call.
+*/}}
+{{- define "ascension-engine.generateGatewayKey" -}}
+{{- if and .Values.web.enabled (not .Values.web.gatewayKey.existingSecret) }}true{{- end }}
+{{- end }}
+
+{{- define "ascension-engine.generatedGatewayKey" -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "ascension-engine.engineKeysSecretName" .) }}
+{{- if and $existing $existing.data (index $existing.data "gateway-keys") }}
+{{- index $existing.data "gateway-keys" | b64dec }}
+{{- else }}
+{{- randAlphaNum 48 }}
+{{- end }}
+{{- end }}
+
+{{- define "ascension-engine.gatewayKeySecretName" -}}
+{{- .Values.web.gatewayKey.existingSecret | default (include "ascension-engine.engineKeysSecretName" .) }}
+{{- end }}
+
+{{- define "ascension-engine.gatewayKeySecretKey" -}}
+{{- if .Values.web.gatewayKey.existingSecret }}{{ .Values.web.gatewayKey.existingSecretKey }}{{ else }}gateway-keys{{ end }}
 {{- end }}
 
 {{/*
@@ -503,6 +530,9 @@ checksum/secret: {{ include (print .Template.BasePath "/secret.yaml") . | sha256
 {{- $names := list .Values.externalRedis.existingSecret .Values.broker.existingSecret .Values.redis.auth.existingSecret .Values.engine.aiTokenKeys.existingSecret }}
 {{- if .Values.engine.operatorKeys.enabled }}
 {{- $names = append $names .Values.engine.operatorKeys.existingSecret }}
+{{- end }}
+{{- if .Values.web.enabled }}
+{{- $names = append $names .Values.web.gatewayKey.existingSecret }}
 {{- end }}
 {{- if .Values.engine.tls.enabled }}
 {{- /* cert-manager's Secrets too: a renewal followed by `helm upgrade` rolls the pods */}}
