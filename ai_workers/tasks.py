@@ -73,7 +73,7 @@ def dead_letter(payload: dict[str, Any], task_id: str, reason: str) -> bool:
         else "it was already the fallback: the engine plays its own after its re-dispatches",
     )
     if bot and reason != REDELIVERED:
-        runner.bot_records().misbehaved(bot)
+        runner.bot_records().misbehaved(bot, f"{runner.DEAD_LETTER}: {reason}")
     return again
 
 

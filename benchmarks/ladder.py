@@ -16,7 +16,7 @@ gives fewer iterations on a busy machine).
 ``--pooled`` plays nothing: it fits the games of earlier runs together (each file holds a
 run's output, whose last line is its ``--json`` object), e.g. runs on other deals.
 
-A bot is a spec ``name[@budget][:option=value]...`` (``ai_workers/bots/arena.py``). The
+A bot is a spec ``name[@budget][:option=value]...`` (``ai_workers/bots/specs.py``). The
 default, 40 games per pair of the five bots, takes about 2 hours on 2 busy cores (the 1 s
 bot thinks for a minute a game); ``--max-minutes`` bounds it (only whole deals count).
 """
@@ -34,9 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ai_workers.bots.arena import Result, matches, parse_spec, run_matches, wilson
+from ai_workers.arena import Result, check_specs, matches, run_matches, wilson
 from ai_workers.bots.rating import Rating, fit
-from ai_workers.bots.registry import load_bot
 
 DEFAULT_BOTS = "random,heuristic,expert,ismcts@100ms,ismcts@1s"
 
@@ -163,8 +162,7 @@ def main() -> None:
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
     if len(bots) < 2:
         ap.error("--bots needs at least two bots")
-    for b in bots:
-        load_bot(parse_spec(b).name)
+    check_specs(bots)  # fail early on an unknown name
     if args.anchor not in bots:
         args.anchor = bots[0]
     pairs = [(bots[i], bots[j]) for i in range(len(bots)) for j in range(i + 1, len(bots))]

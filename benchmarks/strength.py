@@ -15,7 +15,7 @@ and 95% at 1 s, ``heuristic`` beats ``random`` in 90%, ``expert`` beats ``heuris
 60%; 3 and 4 players: ``ismcts`` wins twice its fair share against ``heuristic`` bots.
 
 A player is a spec ``name[@budget][:option=value]...`` (``ismcts@1s``,
-``ismcts:backup=paranoid``): see ``ai_workers/bots/arena.py``. Variants of one bot compared
+``ismcts:backup=paranoid``): see ``ai_workers/bots/specs.py``. Variants of one bot compared
 in one run meet the same deals at the same time, so machine load weighs on them alike.
 
     python benchmarks/strength.py [--players N] [--bots A,B,...] [--vs B | --all-pairs]
@@ -53,18 +53,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ai_workers.bots.arena import (
+from ai_workers.arena import (
     BotSpec,
     GameRecord,
     Match,
     Result,
     SeatStats,
+    check_specs,
     matches,
     parse_spec,
     run_matches,
     wilson,
 )
-from ai_workers.bots.registry import load_bot
 from ai_workers.bots.settings import DEFAULT_EXPLORATION
 from clients.bots_runner import fallback_note
 
@@ -299,8 +299,7 @@ def main() -> None:
     if args.players > 4 and args.sets == "ss":
         ap.error("5-6 players need Curse of the Golden Isles (--sets cotgi or both)")
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
-    for b in [*bots, args.vs] if args.vs else bots:
-        load_bot(parse_spec(b).name)  # fail early on an unknown name
+    check_specs([*bots, args.vs] if args.vs else bots)  # fail early on an unknown name
     if args.vs:
         pairs = [(b, args.vs.strip()) for b in bots]
     elif len(bots) < 2:

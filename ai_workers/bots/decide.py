@@ -37,6 +37,7 @@ ILLEGAL_ACTION = "illegal_action"
 NO_RULES_VIEW = "no_rules_view"
 LOAD_FAILED = "load_failed"
 REPEAT_LOG_SECONDS = 60.0
+MAX_REASON = 200  # SubmitActionRequest.fallback_reason: at most 200 printable characters
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +52,12 @@ class Decision:
 
     @property
     def fallback_text(self) -> str:
-        """The fallback's reason as the engine stores it with the game: ``reason: detail``."""
+        """The fallback's reason as the engine stores it with the game: ``reason: detail``,
+        on one line of at most ``MAX_REASON`` characters (what the engine accepts)."""
         if not self.fallback:
             return ""
-        return f"{self.fallback}: {self.detail}" if self.detail else self.fallback
+        text = f"{self.fallback}: {self.detail}" if self.detail else self.fallback
+        return "".join(c if c.isprintable() else " " for c in text)[:MAX_REASON]
 
 
 class _Repeats:
@@ -138,15 +141,21 @@ def ask(
     return action, "", ""
 
 
-def decide(view: rules.View | None, legal: list[int], settings: BotSettings) -> Decision:
-    """The bot's move, or a legal fallback (``legal`` must not be empty)."""
+def decide(
+    view: rules.View | None,
+    legal: list[int],
+    settings: BotSettings,
+    load: Callable[[str], Bot] = load_bot,
+) -> Decision:
+    """The bot's move, or a legal fallback (``legal`` must not be empty); ``load`` gives the
+    bot of ``settings.name``."""
     if not legal:
         raise ValueError("no legal action to choose from")
     start = time.perf_counter()
     if view is None:
         return Decision(legal[0], settings.name, time.perf_counter() - start, NO_RULES_VIEW)
     try:
-        bot = load_bot(settings.name)
+        bot = load(settings.name)
     except Exception as e:
         log_failure(settings.name, e, "failed to load")
         detail = f"{type(e).__name__}: {e}"[:200]

@@ -3,37 +3,79 @@ the bot's own strength: benchmarks/strength.py and ``ascension bots`` print the 
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ai_workers.bots import BotSettings, registry
-from ai_workers.bots.arena import parse_spec, play_game
+from ai_workers import arena, slots
+from ai_workers.arena import parse_spec, play_game
 from clients import bots_runner
-from engine_service import rules
+from engine_service import bot_plugins, rules
 from tests.ai.bad_bots import install_entry_points
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class Raises:
-    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
-        raise RuntimeError("boom")
+GRACE = 0.5  # WORKER_DECISION_GRACE_SECONDS here: a decision of a 50 ms bot ends within 0.55 s
 
 
-def test_a_raising_bot_plays_fallback_moves_counted_per_seat(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setitem(registry._cache, "raises", Raises())
-    g = play_game([parse_spec("raises"), parse_spec("heuristic")], seed=5, sets="ss",
+@pytest.fixture
+def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The bad bots registered as an installed package is (a dist-info on PYTHONPATH, seen by
+    this process and the bot hosts it starts), the workers' grace at 0.5 s, and this process's
+    bot host and bot records fresh before and after."""
+    directory = install_entry_points(tmp_path / "plugins")
+    monkeypatch.syspath_prepend(str(directory))
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}{os.pathsep}{directory}")
+    monkeypatch.setenv("WORKER_DECISION_GRACE_SECONDS", str(GRACE))
+    importlib.invalidate_caches()
+    bot_plugins.scan.cache_clear()
+    slots.is_builtin.cache_clear()
+    arena.reset()
+    yield directory
+    arena.reset()
+    bot_plugins.scan.cache_clear()
+    slots.is_builtin.cache_clear()
+
+
+def test_a_raising_bot_plays_fallback_moves_counted_per_seat(plugins: Path) -> None:
+    g = play_game([parse_spec("raiser"), parse_spec("heuristic")], seed=5, sets="ss",
                   budget_ms=10)  # fmt: skip
     assert g.winner in (0, 1) and g.turns > 5  # the game went on to its end
     mine, theirs = g.stats
-    assert mine.fallbacks == mine.decisions > 0 and mine.last_fallback == "bot_raised: RuntimeError"
+    assert mine.fallbacks == mine.decisions > 3
+    # raised 3 times in a row, then quarantined: the reason says what it is quarantined for
+    assert mine.last_fallback == "quarantined: bot_raised: ValueError"
     assert theirs.fallbacks == 0 and theirs.last_fallback == ""
+
+
+@pytest.mark.parametrize(
+    ("bot", "cause"),
+    [
+        ("sleeper", f"deadline: no answer within {0.05 + GRACE:.1f}s"),
+        ("stubborn", f"deadline: no answer within {0.05 + GRACE:.1f}s"),  # ignores signals
+        ("exiter", "bot_died: the bot process exited (status 3)"),
+    ],
+)
+def test_in_process_a_bot_has_the_workers_deadline(plugins: Path, bot: str, cause: str) -> None:
+    """Played in this process (as benchmarks/strength.py and the ladder play), a plug-in that
+    never answers or kills its process is stopped at the seat's budget plus the grace, the
+    fallback move plays, and after three in a row it is quarantined, saying why."""
+    t0 = time.monotonic()
+    g = play_game([parse_spec(f"{bot}@50ms"), parse_spec("heuristic")], seed=5, sets="ss")
+    took = time.monotonic() - t0
+    assert g.winner in (0, 1) and g.turns > 5
+    mine, theirs = g.stats
+    assert mine.fallbacks == mine.decisions > 3 and theirs.fallbacks == 0
+    assert mine.last_fallback == f"quarantined: {cause}"
+    # three decisions cost the deadline each (and a new bot process), the rest none
+    assert took < 60, took
 
 
 def test_strength_reports_a_failing_bot_without_crashing(tmp_path: Path) -> None:
@@ -47,7 +89,7 @@ def test_strength_reports_a_failing_bot_without_crashing(tmp_path: Path) -> None
     assert out.returncode == 0, out.stderr[-3000:]
     (line,) = [x for x in out.stdout.splitlines() if "(!)" in x]
     assert line.startswith("  (!) raiser vs random: raiser: ")
-    assert "were fallback moves (latest: bot_raised: ValueError)" in line
+    assert "were fallback moves (latest: quarantined: bot_raised: ValueError)" in line
     assert line.endswith("these results are not raiser's own strength")
     # the traceback once per worker process, not once per decision
     assert out.stderr.count("Traceback") == 1, out.stderr[-3000:]

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
+from ai_workers.arena import parse_spec, play_game
 from ai_workers.bots import BotSettings
-from ai_workers.bots.arena import parse_spec, play_game
 from ai_workers.bots.evaluation import (
     PROJECTION,
     WEIGHT_SETS,
