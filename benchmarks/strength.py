@@ -66,7 +66,7 @@ from ai_workers.arena import (
     wilson,
 )
 from ai_workers.bots.settings import DEFAULT_EXPLORATION
-from clients.bots_runner import fallback_note
+from clients.bots_runner import fallback_note, mostly_fallbacks
 
 
 def target(a: BotSpec, b: BotSpec, players: int, budget_ms: int) -> float | None:
@@ -225,6 +225,12 @@ def summarize(
             "decisions_b": sum(x.decisions for x in st_b),
             "fallbacks_b": sum(x.fallbacks for x in st_b), "last_fallback_b": latest(st_b),
         })  # fmt: skip
+        row = out[-1]
+        # Mostly fallback moves: the rate is the fallback policy's, not A's (or not against B)
+        row["own_a"] = not mostly_fallbacks(row["fallbacks_a"], dec)
+        row["own_b"] = not mostly_fallbacks(row["fallbacks_b"], row["decisions_b"])
+        if not (row["own_a"] and row["own_b"]) and tgt is not None:
+            row["meets_target"] = None
         if args.replays > 1:
             out[-1]["loss_spread"] = loss_spread(rs, args.replays)
     return out
@@ -247,9 +253,17 @@ def print_table(
         tgt = r["target"]
         verdict = "" if tgt is None else (
             f">= {tgt:.0%}: {'met' if r['meets_target'] else 'not met'} (lower end {lo:.1%})")  # fmt: skip
+        rate, ci, ratio = f"{r['win_rate']:.1%}", f"[{lo:6.1%}, {hi:6.1%}]", f"{r['share_ratio']:.2f}"
+        if not r["own_a"]:  # no figure of A's own: a dash (the (!) line below says why)
+            rate, ci, ratio = "—", "—", "—"
+            verdict = "" if tgt is None else "not judged: fallback moves"
+        elif r["fallbacks_a"] or r["fallbacks_b"]:
+            rate += " (!)"  # some fallback moves: the figure marked
+            if not r["own_b"] and tgt is not None:
+                verdict = f"not judged: {r['b']} played fallback moves"
         print(f"{r['a'] + ' vs ' + r['b']:38s} {r['games']:5d} {r['wins_a']:5d} "
-              f"{r['win_rate']:8.1%} {r['fair_share']:5.0%}  [{lo:6.1%}, {hi:6.1%}]  "
-              f"{r['share_ratio']:6.2f} {r['iterations_per_s_a']:6.0f} "
+              f"{rate:>8s} {r['fair_share']:5.0%}  {ci:>16s}  "
+              f"{ratio:>6s} {r['iterations_per_s_a']:6.0f} "
               f"{r['mean_iterations_per_search_a']:7.0f}  {verdict}")  # fmt: skip
     for r in rows:
         pos = ", ".join(f"{w}/{g}" for w, g in zip(r["wins_a_by_turn_order"],
@@ -266,10 +280,18 @@ def print_table(
                   f"{spread['losses']} losses in positions lost in most replays")  # fmt: skip
     for line in fallback_lines(rows):
         print(line)
+    by_pair = {(r["a"], r["b"]): r for r in rows}
     for p in pairings:
         print(f"  {p['a']} against {p['baseline']} on the same {p['games']} games vs {p['b']}: "
               f"won {p['gained']} it lost, lost {p['lost']} it won (sign test p = "
               f"{p['p_value']:.3f}); margin {p['mean_margin_gain']:+.2f} Honor a game")  # fmt: skip
+        for who, row in ((p["baseline"], by_pair.get((p["baseline"], p["b"]))),
+                         (p["a"], by_pair.get((p["a"], p["b"])))):  # fmt: skip
+            if row is not None and row["fallbacks_a"]:
+                share = row["fallbacks_a"] / max(1, row["decisions_a"])
+                print(f"  (!) {p['a']} against {p['baseline']}: {who} played fallback moves on "
+                      f"{share:.0%} of its decisions (latest: {row['last_fallback_a']}): the "
+                      f"comparison is with the fallback's play, not {who}'s")  # fmt: skip
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ import pytest
 from ai_workers import arena, slots
 from ai_workers.arena import parse_spec, play_game
 from clients import bots_runner
-from engine_service import bot_plugins, rules
+from engine_service import bot_plugins
 from tests.ai.bad_bots import install_entry_points
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,35 +78,55 @@ def test_in_process_a_bot_has_the_workers_deadline(plugins: Path, bot: str, caus
     assert took < 60, took
 
 
-def test_strength_reports_a_failing_bot_without_crashing(tmp_path: Path) -> None:
-    plugins = install_entry_points(tmp_path / "plugins")
+def test_strength_reports_a_failing_bot_without_crashing(plugins: Path) -> None:
+    """Its row shows no win rate of its own (a dash), the line below says why, and a paired
+    comparison with it as the baseline says that it is a comparison with the fallback."""
     out = subprocess.run(
-        [sys.executable, "benchmarks/strength.py", "--bots", "raiser,random", "--games", "2",
-         "--budget-ms", "10", "--workers", "1", "--sets", "ss"],
+        [sys.executable, "benchmarks/strength.py", "--bots", "raiser,heuristic", "--vs", "random",
+         "--games", "2", "--budget-ms", "10", "--workers", "1", "--sets", "ss"],
         cwd=ROOT, capture_output=True, text=True, timeout=240,
         env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{plugins}"},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
-    (line,) = [x for x in out.stdout.splitlines() if "(!)" in x]
+    lines = out.stdout.splitlines()
+    (row,) = [x for x in lines if x.startswith("raiser vs random ")]
+    assert row.split()[3:6] == ["2", "2", "—"], row  # games, wins, no win rate
+    assert "%" not in row.split("50%")[1], row  # nor interval nor ratio
+    (own,) = [x for x in lines if x.startswith("heuristic vs random ")]
+    assert "100.0%" in own and "(!)" not in own
+    (line,) = [x for x in lines if x.startswith("  (!) raiser vs random")]
     assert line.startswith("  (!) raiser vs random: raiser: ")
-    assert "were fallback moves (latest: quarantined: bot_raised: ValueError)" in line
-    assert line.endswith("these results are not raiser's own strength")
-    # the traceback once per worker process, not once per decision
+    assert "(100%) were fallback moves (latest: quarantined: bot_raised: ValueError)" in line
+    assert line.endswith("these results are not raiser's own strength; no win rate is shown for it")
+    (baseline,) = [x for x in lines if x.startswith("  (!) heuristic against raiser")]
+    assert "raiser played fallback moves on 100% of its decisions" in baseline
+    # the traceback once per bot process, not once per decision
     assert out.stderr.count("Traceback") == 1, out.stderr[-3000:]
 
 
 def test_the_bots_runner_says_the_same() -> None:
+    """Forced moves are not the bot's decisions; a bot whose decisions were mostly fallback
+    moves has no win rate in its row; one with some has it marked."""
     results = [
         bots_runner.GameResult(0, "g0", ["raiser", "random"], scores=[3, 20], winner=1,
-                               moves=[40, 41], fallbacks=[30, 0],
+                               moves=[40, 41], forced=[5, 6], fallbacks=[30, 0],
                                last_fallback=["bot_raised: ValueError", ""]),
         bots_runner.GameResult(1, "g1", ["random", "raiser"], scores=[25, 5], winner=0,
-                               moves=[38, 37], fallbacks=[0, 37],
-                               last_fallback=["", "deadline: no answer within 6.0s"]),
+                               moves=[38, 37], forced=[4, 3], fallbacks=[0, 34],
+                               last_fallback=["", "quarantined: deadline: no answer within 6.0s"]),
     ]  # fmt: skip
     (note,) = bots_runner.fallback_notes(results)
-    assert note == bots_runner.fallback_note("raiser", 67, 77, "deadline: no answer within 6.0s")
-    assert note.startswith("raiser: 67 of its 77 moves were fallback moves (latest: deadline")
-    assert note.endswith("these results are not raiser's own strength")
+    assert note == bots_runner.fallback_note(
+        "raiser", 64, 69, "quarantined: deadline: no answer within 6.0s"
+    )
+    assert note.startswith("raiser: 64 of its 69 decisions (93%) were fallback moves (latest: "
+                           "quarantined: deadline")  # fmt: skip
+    assert note.endswith("not raiser's own strength; no win rate is shown for it")
     stats = {s.name: s for s in bots_runner.stats(results)}
-    assert (stats["random"].fallbacks, stats["random"].moves) == (0, 79)
+    assert (stats["random"].fallbacks, stats["random"].decisions) == (0, 69)
+    table = bots_runner.results_table(bots_runner.BotsConfig(("raiser", "random")), results)
+    rows = {cells[0]: cells for cells in zip(*(c._cells for c in table.columns), strict=True)}
+    assert rows["raiser (!)"][3] == "—" and rows["raiser (!)"][6] == "64/69"
+    assert rows["random"][3] == "100%"
+    assert bots_runner.win_rate_text("48%", 10, 69) == "48% (!)"
+    assert bots_runner.win_rate_text("48%", 0, 69) == "48%"
