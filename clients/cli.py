@@ -377,8 +377,16 @@ def cmd_bots(args: argparse.Namespace, console: Console) -> int:
         # Report before the channel and the private engine are closed: nothing that happens
         # while they shut down can then take the results with it.
         console.print(bots_runner.results_table(cfg, results))
-        for note in bots_runner.fallback_notes(results):
+        notes = bots_runner.fallback_notes(results)
+        for note in notes:
             console.print(f"[yellow](!) {escape(note)}[/]")
+        if notes:
+            where = (
+                f"the private engine's log, kept: {engine.keep_log()}"
+                if engine is not None
+                else f"the log of the workers of the engine at {address}"
+            )
+            console.print(f"[yellow](!) Why the bots failed (their tracebacks): {escape(where)}[/]")
         failed = [r for r in results if not r.ok]
         for r in failed:
             console.print(f"[red]game {r.index} ({r.game_id or 'not created'}): {r.error}[/]")

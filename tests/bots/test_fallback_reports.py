@@ -130,3 +130,23 @@ def test_the_bots_runner_says_the_same() -> None:
     assert rows["random"][3] == "100%"
     assert bots_runner.win_rate_text("48%", 10, 69) == "48% (!)"
     assert bots_runner.win_rate_text("48%", 0, 69) == "48%"
+
+
+def test_ascension_bots_keeps_the_private_engines_log_when_a_bot_failed(plugins: Path) -> None:
+    """Without --address, `ascension bots` plays on a private engine whose log is a temporary
+    file: when a bot failed, it is kept and its path printed (it holds the traceback)."""
+    ascension = Path(sys.executable).with_name("ascension")
+    out = subprocess.run(
+        [str(ascension), "bots", "--bots", "raiser,random", "--games", "1", "--budget-ms", "50",
+         "--parallel", "1", "--seed", "3"],
+        capture_output=True, text=True, timeout=240,
+        env={**os.environ, "COLUMNS": "300", "PYTHONPATH": f"{ROOT}{os.pathsep}{plugins}"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (line,) = [x for x in out.stdout.splitlines() if "Why the bots failed" in x]
+    path = Path(line.split("the private engine's log, kept: ")[1].strip())
+    try:
+        text = path.read_text()
+        assert "Traceback" in text and "ValueError: a bug, on a hand of" in text, text[-3000:]
+    finally:
+        path.unlink(missing_ok=True)
