@@ -246,11 +246,18 @@ class BotHost:
         """A live host with ``bot`` loaded, within the load allowance."""
         if self._proc is not None and self._proc.poll() is not None:
             self.close()  # died between decisions
-        if self._proc is None:
+        fresh = self._proc is None
+        if fresh:
             self._start()
         if bot in self._loaded:
             return
         reply = self._ask({"op": "load", "bot": bot}, self.load_seconds, LOAD_TIMEOUT)
+        if not reply.get("ok") and not fresh:
+            # Installed since this process started? (an editable install's path is read
+            # only when a process starts): once more, in a new one.
+            self.close()
+            self._start()
+            reply = self._ask({"op": "load", "bot": bot}, self.load_seconds, LOAD_TIMEOUT)
         if not reply.get("ok"):
             raise BotFailed(LOAD_FAILED, str(reply.get("error", "unknown error")))
         self._loaded.add(bot)
