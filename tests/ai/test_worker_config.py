@@ -107,6 +107,25 @@ def test_check_without_a_broker_setting_says_so_and_probes_nothing(
     assert "check --local" in err and not pinged
 
 
+def test_run_without_a_broker_setting_says_so_and_starts_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `check`: no silent default of localhost:6379 (on a shared host, someone else's)."""
+    for name in config.BROKER_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    started: list[object] = []
+
+    def run(cfg: object) -> int:
+        started.append(cfg)
+        return 0
+
+    monkeypatch.setattr(cli, "run", run)
+    assert cli.main(["run"]) == 2 and not started
+    err = capsys.readouterr().err
+    assert "ascension-worker run: no broker set (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE)" in err
+    assert "CELERY_BROKER_URL=redis://localhost:6379/0" in err
+
+
 def test_log_lines_never_show_a_token(caplog: pytest.LogCaptureFixture) -> None:
     """Celery's pool logs message bodies at DEBUG: the worker's handlers mask token values."""
     import logging
