@@ -121,7 +121,13 @@ def run(cfg: config.WorkerConfig) -> int:
     _mark_dead_children()
     _setup_telemetry(cfg)
     if cfg.metrics_port:
-        _serve_metrics(cfg.metrics_port)
+        try:
+            _serve_metrics(cfg.metrics_port)
+        except OSError as e:  # another worker (or engine) of this host holds it
+            print(f"ascension-worker run: WORKER_METRICS_PORT {cfg.metrics_port}: {e.strerror}; "
+                  "set another port (0 turns the metrics off)", file=sys.stderr)  # fmt: skip
+            shutil.rmtree(state, ignore_errors=True)
+            return 2
     from ai_workers.bots.registry import describe_bots
 
     logging.getLogger("ascension.worker").info("%s", describe_bots())

@@ -180,3 +180,25 @@ def test_a_bad_broker_url_stops_the_worker_with_exit_2() -> None:
     assert result.returncode == 2, result.stderr[-2000:]
     (line,) = result.stderr.strip().splitlines()
     assert "CELERY_BROKER_URL" in line and "secret-pw" not in line, line
+
+
+def test_a_metrics_port_in_use_stops_the_worker_saying_which() -> None:
+    """Two workers on one host: the second is told to choose another port, not a traceback."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as held:
+        held.bind(("0.0.0.0", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result = subprocess.run(
+            [str(Path(sys.executable).with_name("ascension-worker")), "run"],
+            env={**os.environ, "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",
+                 "WORKER_METRICS_PORT": str(port)},
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"WORKER_METRICS_PORT {port}: Address already in use; set another port" in result.stderr
