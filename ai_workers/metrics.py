@@ -40,7 +40,8 @@ DEAD_LETTER_REASONS = ("worker_lost", "time_limit", "redelivered")
 dead_letters = Counter(
     "ascension_worker_dead_letters_total",
     "move tasks not delivered again: their worker process died (worker_lost), they hit the"
-    " hard time limit (time_limit), or the broker delivered them again (redelivered)",
+    " hard time limit (time_limit), or the broker delivered them again after a worker had"
+    " started them and died (redelivered)",
     ["reason"],
 )
 decision_seconds = Histogram(
