@@ -131,9 +131,8 @@ class _Seat:
         self._seen: object = None
 
     def decide(self, view: rules.View, legal: list[int], settings: BotSettings) -> Decision:
+        """The bot's decision (``settings.name`` is :attr:`key`), or the fallback."""
         records = _records()
-        settings = BotSettings(self.key, settings.iterations, settings.time_ms, settings.seed,
-                               settings.exploration)  # fmt: skip
         d = supervisor.quarantine_fallback(records, view, legal, settings)
         if d is None:
             d = self._hosted(view, legal, settings) if self.hosted else self._here(
@@ -180,7 +179,7 @@ def play_game(
     seats = [_Seat(sp) for sp in specs]
     settings = [
         BotSettings(
-            name=sp.name,
+            name=seats[q].key,  # the bot and its options: how records and bot hosts know it
             iterations=sp.iterations,
             time_ms=0 if sp.iterations else sp.time_ms if sp.time_ms is not None else budget_ms,
             seed=seed * 8 + q + (replay << 40),

@@ -262,7 +262,8 @@ def test_a_raising_bot_is_quarantined_and_its_fallbacks_are_reported(
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     # the table's row: no win rate of its own, its fallback moves of its decisions
     assert re.search(r"raiser \(!\) .* — .* (\d+)/\1 ", out.stdout), out.stdout
-    (note,) = [line for line in out.stdout.splitlines() if line.startswith("(!)")]
+    (note,) = [line for line in out.stdout.splitlines() if line.startswith("(!) raiser")]
+    assert f"(!) Why the bots failed (their tracebacks): the log of the workers of the engine at {engine.address}" in out.stdout
     assert note.startswith("(!) raiser: ") and note.endswith("no win rate is shown for it"), note
     assert "(latest: quarantined: bot_raised: ValueError)" in note
     games = engine.stub().ListGames(epb.ListGamesRequest(page_size=50), timeout=CALL).games
