@@ -137,7 +137,7 @@ class _Seat:
         if d is None:
             d = self._hosted(view, legal, settings) if self.hosted else self._here(
                 view, legal, settings)  # fmt: skip
-            supervisor.record_outcome(records, d)
+            supervisor.record_outcome(records, d, "in this benchmark process")
         return d
 
     def _hosted(self, view: rules.View, legal: list[int], settings: BotSettings) -> Decision:

@@ -371,7 +371,7 @@ def quarantine_fallback(
                     detail=cause)  # fmt: skip
 
 
-def record_outcome(records: BotRecords, d: Decision) -> None:
+def record_outcome(records: BotRecords, d: Decision, where: str = "on this worker") -> None:
     """Count a decision of the bot's for or against it: a misbehaviour (with its reason, the
     cause a quarantine will give) or a good answer, which clears the count. Logs the
     quarantine, with how many misbehaviours in a row led to it and the latest one."""
@@ -379,10 +379,11 @@ def record_outcome(records: BotRecords, d: Decision) -> None:
         r = records.misbehaved(d.bot, d.fallback_text)
         if records.quarantined(d.bot):
             decide_log.warning(
-                "bot %r misbehaved %d times in a row: quarantined on this worker for %.0fs "
+                "bot %r misbehaved %d times in a row: quarantined %s for %.0fs "
                 "(its seats play the fallback move; the latest: %s)",
                 d.bot,
                 r.failures,
+                where,
                 records.quarantine_seconds,
                 r.cause,
             )
