@@ -320,6 +320,10 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
             stall_hint=hint, leaving=leaving,
         )  # fmt: skip
         outcome = session.run()
+        failed = [s.bot_name for s in outcome.view.seat_info if s.fallback_moves]
+        if failed and engine is not None:
+            console.print(f"[yellow](!) {', '.join(failed)} played fallback moves; why (their "
+                          f"tracebacks): the private engine's log, kept: {engine.keep_log()}[/]")  # fmt: skip
         if outcome.view.over and not outcome.quit and sys.stdin.isatty():
             offer_review(client, console, game_id, token)
         if outcome.quit:

@@ -14,7 +14,9 @@ and summed up in one line at most every ``REPEAT_LOG_SECONDS``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import operator
 import time
 import traceback
 from collections.abc import Callable
@@ -130,6 +132,9 @@ def ask(
     except Exception as e:
         log_failure(settings.name, e, f"raised on seat {view.seat}")
         return fallback_action(view, legal), BOT_RAISED, type(e).__name__
+    if not isinstance(action, bool):
+        with contextlib.suppress(TypeError):
+            action = operator.index(action)  # an int, or int-like (a NumPy integer)
     if isinstance(action, bool) or not isinstance(action, int) or action not in legal:
         log.error(
             "bot %r answered %r, not a legal action of seat %s; playing a fallback move",
