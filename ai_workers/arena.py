@@ -1,9 +1,8 @@
 """Bots against bots, for benchmarks (``benchmarks/strength.py``, ``benchmarks/ladder.py``).
 
 A player is named by a spec, ``name[@budget][:option=value]...`` (``ai_workers/bots/specs.py``).
-Every seat gets a fresh bot instance per game and sees only its view; a decision with one
-legal action is played without asking the bot, as the AI runner does, and is not counted as
-the bot's.
+Every seat sees only its view; a decision with one legal action is played without asking the
+bot, as the AI runner does, and is not counted as the bot's.
 
 A bot is asked as the workers ask it, with the same fallback moves and reasons
 (docs/bots.md, "Fallback moves"): each decision has the workers' deadline, the seat's budget
@@ -12,11 +11,13 @@ plus ``WORKER_DECISION_GRACE_SECONDS``, and a bot that misbehaves
 ``WORKER_BOT_QUARANTINE_SECONDS`` (per benchmark process: ``ai_workers/supervisor.py``).
 
 - A plug-in (any bot but the built-ins under their own names) runs in a bot host, a child
-  process of the benchmark's (``supervisor.BotHost``): one that overruns is killed at the
-  deadline, one that exits is replaced, and the benchmark goes on.
-- The built-ins run in this process (a bot host's round trip would cost more than their
-  whole decision): they stop within their budget by themselves, and one that answered after
-  the deadline gets the fallback move all the same, as a worker would have played it.
+  process of the benchmark's (``supervisor.BotHost``), one instance per spec serving every
+  game of the process, as in a worker: one that overruns is killed at the deadline, one that
+  exits is replaced, and the benchmark goes on.
+- The built-ins run in this process, a fresh instance per seat and game (a bot host's round
+  trip would cost more than their whole decision): they stop within their budget by
+  themselves, and one that answered after the deadline gets the fallback move all the same,
+  as a worker would have played it.
 
 Fallback moves are counted per seat: a game with fallback moves is not its bot's own play.
 """
@@ -41,8 +42,6 @@ from ai_workers.bots.registry import UnknownBotError, available_bots, unknown_bo
 from ai_workers.bots.settings import DEFAULT_EXPLORATION, BotSettings
 from ai_workers.bots.specs import BotSpec, make_bot, options_key, parse_spec
 from engine_service import rules
-
-__all__ = ["BotSpec", "make_bot", "parse_spec"]  # (specs, re-exported for the benchmarks)
 
 Z95 = 1.959964
 log = logging.getLogger("ascension.arena")

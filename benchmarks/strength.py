@@ -54,18 +54,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ai_workers.arena import (
-    BotSpec,
     GameRecord,
     Match,
     Result,
     SeatStats,
     check_specs,
     matches,
-    parse_spec,
     run_matches,
     wilson,
 )
 from ai_workers.bots.settings import DEFAULT_EXPLORATION
+from ai_workers.bots.specs import BotSpec, parse_spec
 from clients.bots_runner import fallback_note, mostly_fallbacks
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ai_workers import arena, slots
-from ai_workers.arena import parse_spec, play_game
+from ai_workers.arena import play_game
+from ai_workers.bots.specs import parse_spec
 from clients import bots_runner
 from engine_service import bot_plugins
 from tests.ai.bad_bots import install_entry_points
