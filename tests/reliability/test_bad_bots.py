@@ -290,6 +290,17 @@ def test_a_raising_bot_is_quarantined_and_its_fallbacks_are_reported(
     assert log.count("Traceback") <= 2 < raised  # once per bot process (there are two)
 
 
+def test_an_illegal_answer_is_quarantined_and_the_api_says_so(
+    engine: support.Engine, worker: Worker
+) -> None:
+    game = create(engine, [ai("cheater", time_ms=BAD_TIME_MS, seed=1), ai("heuristic", seed=2)], 6)
+    wait_all_over(engine, [game.game_id], GAME_BOUND)
+    view = engine.stub().GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=CALL)
+    cheater, heuristic = view.seat_info
+    assert cheater.fallback_moves > 3 and heuristic.fallback_moves == 0
+    assert cheater.last_fallback_reason == "quarantined: illegal_action"
+
+
 # What an AI move credential looks like (engine_service/server/tokens.py): the workers get
 # one per move, minted as it is sent, so a test cannot know them all in advance.
 CREDENTIAL = re.compile(r"ai1\.\d+\.\d+\.\d+\.[A-Za-z0-9_-]{8,}")
