@@ -7,9 +7,12 @@ those are allowed).
 
 :func:`decide` runs the bot in this process: the bot host does (``ai_workers/supervisor.py``,
 which runs it under the seat's deadline for a worker), and the benchmarks do, through
-:func:`ask` on bot instances of their own. A bot's traceback is logged once per kind of
-failure (its exception type and the line that raised it); the same failure again is counted
-and summed up in one line at most every ``REPEAT_LOG_SECONDS``.
+:func:`ask` on the built-in bots' instances of their own. A bot's traceback is logged once per
+kind of failure (its exception type and the line that raised it) and bot process; the same
+failure again is counted: three in a row quarantine the bot, and the line that says so gives
+the count and the latest reason (``supervisor.record_outcome``); a bot asked again after its
+quarantine that fails the same way gets one line summing up the repeats, at most every
+``REPEAT_LOG_SECONDS``.
 """
 
 from __future__ import annotations
