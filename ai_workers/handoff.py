@@ -12,6 +12,13 @@ task's time limit.
 
 With a broker other than Redis (or one that does not answer), whether a move had started
 cannot be told: a move delivered again is dead-lettered, as a possible poison.
+
+A clean shutdown must let the moves being decided finish: :func:`take_sigterm_from_the_worker_only`
+makes a pool process ignore a SIGTERM that does not come from its worker (the main process),
+so that one sent to the whole process group (systemd's default ``KillMode``, ``pkill``) stops
+the worker as one sent to its main process does: warm, the pool finishing its moves. The
+worker's own SIGTERMs (a cold shutdown, a hard time limit, a revoke that terminates) still
+end a pool process at once.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -86,3 +95,25 @@ class Starts:
         except Exception as e:
             log.warning("could not read the start mark of move %s: %s", task_id, e)
             return UNKNOWN
+
+
+def take_sigterm_from_the_worker_only() -> None:
+    """In a pool process: SIGTERM is taken only from the parent worker process (or once it is
+    gone); one from anyone else (a signal to the whole process group) is ignored, the parent
+    having had it too. A thread waits for the signal, blocked elsewhere, to read its sender."""
+    parent = os.getppid()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (here: only the main thread may set it)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+
+    def wait() -> None:
+        while True:
+            info = signal.sigwaitinfo({signal.SIGTERM})
+            if info.si_pid == parent or os.getppid() != parent:
+                # End as the signal would: unblocked in this thread, by its default action.
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            log.info("pool process %d: SIGTERM from process %d ignored: the worker stops "
+                     "its pool itself, after the moves in progress", os.getpid(), info.si_pid)  # fmt: skip
+
+    threading.Thread(target=wait, name="sigterm-from-worker", daemon=True).start()

@@ -116,6 +116,12 @@ def choose_move(self: Any, **payload: Any) -> str:
         return DEFERRED
 
 
+@signals.worker_process_init.connect  # type: ignore[untyped-decorator]
+def _pool_process_started(**_: Any) -> None:
+    """A SIGTERM to the whole process group stops the worker warm, its moves finished."""
+    handoff.take_sigterm_from_the_worker_only()
+
+
 @signals.before_task_publish.connect  # type: ignore[untyped-decorator]
 def _redact_headers(
     sender: Any = None, body: Any = None, headers: dict[str, Any] | None = None, **_: Any

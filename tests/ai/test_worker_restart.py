@@ -55,9 +55,12 @@ def engine(redis_url: str, plugin_path: str) -> Iterator[support.Engine]:
     e.stop()
 
 
+@pytest.mark.parametrize("to", ["main process", "process group"])
 def test_a_worker_restarted_while_thinking_costs_no_move(
-    engine: support.Engine, redis_url: str, plugin_path: str, tmp_path: Path
+    engine: support.Engine, redis_url: str, plugin_path: str, tmp_path: Path, to: str
 ) -> None:
+    """SIGTERM to the main process (docker stop, Kubernetes) or to the whole process group
+    (systemd's default, pkill): the pool processes take it from the worker only."""
     first = start_worker(redis_url, plugin_path, tmp_path, "first")
     stub = engine.stub()
     game = stub.CreateGame(epb.CreateGameRequest(sets="ss", seed=3, seats=[
@@ -72,7 +75,10 @@ def test_a_worker_restarted_while_thinking_costs_no_move(
             time.sleep(0.1)
         time.sleep(1.0)  # inside the first placement's search
         assert stub.GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=CALL).version == 1
-        os.kill(first.proc.pid, signal.SIGTERM)  # the main process only
+        if to == "main process":
+            os.kill(first.proc.pid, signal.SIGTERM)
+        else:
+            os.killpg(first.proc.pid, signal.SIGTERM)
         # Meanwhile a player's moves make AI moves of another game: sent while the worker
         # stops, they reach it as it stops consuming, and it hands them back
         stopping = time.monotonic() + 2.5
