@@ -113,7 +113,11 @@ def take_sigterm_from_the_worker_only() -> None:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
                 os.kill(os.getpid(), signal.SIGTERM)
                 return
-            log.info("pool process %d: SIGTERM from process %d ignored: the worker stops "
-                     "its pool itself, after the moves in progress", os.getpid(), info.si_pid)  # fmt: skip
+            log.info(
+                "pool process %d: SIGTERM from process %d ignored: the worker stops its pool "
+                "itself, after the moves in progress",
+                os.getpid(),
+                info.si_pid,
+            )
 
     threading.Thread(target=wait, name="sigterm-from-worker", daemon=True).start()

@@ -200,10 +200,11 @@ def fallback_note(
     """The line a bot with fallback moves gets under a results table (here and in
     benchmarks/strength.py)."""
     share = fallbacks / decisions if decisions else 1.0
+    no_rate = "; no win rate is shown for it" if mostly_fallbacks(fallbacks, decisions) else ""
     return (
         f"{bot}: {fallbacks} of its {decisions} {unit} ({share:.0%}) were fallback moves "
         f"(latest: {latest}), played because the bot failed: these results are not {bot}'s "
-        "own strength" + ("; no win rate is shown for it" if mostly_fallbacks(fallbacks, decisions) else "")
+        f"own strength{no_rate}"
     )
 
 
