@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ai_workers.arena import Result, check_specs, matches, run_matches, wilson
 from ai_workers.bots.rating import Rating, fit
+from clients.bots_runner import fallback_note, mostly_fallbacks
 
 DEFAULT_BOTS = "random,heuristic,expert,ismcts@100ms,ismcts@1s"
 
@@ -66,13 +67,29 @@ def pair_rows(pairs: list[tuple[str, str]], results: list[Result]) -> list[dict[
     return rows
 
 
+def fallbacks_by_bot(results: list[Result]) -> dict[str, tuple[int, int, str]]:
+    """Per bot: (fallback moves, decisions, the latest fallback's reason)."""
+    out: dict[str, tuple[int, int, str]] = {}
+    for m, g in results:
+        for q, st in enumerate(g.stats):
+            who = m.a if q == m.a_seat else m.b
+            f, d, latest = out.get(who, (0, 0, ""))
+            out[who] = (f + st.fallbacks, d + st.decisions, st.last_fallback or latest)
+    return out
+
+
 def _elo(p: float) -> float:
     p = min(max(p, 1e-3), 1 - 1e-3)
     return 400.0 * math.log10(p / (1 - p))
 
 
 def print_report(
-    ratings: list[Rating], rows: list[dict[str, Any]], bots: list[str], elapsed: float, args: Any
+    ratings: list[Rating],
+    rows: list[dict[str, Any]],
+    bots: list[str],
+    elapsed: float,
+    args: Any,
+    fallbacks: dict[str, tuple[int, int, str]] | None = None,
 ) -> None:
     print(f"\nLadder: 2 players, sets {args.sets}, deals from seed {args.seed} each played from "
           f"both seats; {elapsed / 60:.1f} min on {args.workers} processes")  # fmt: skip
@@ -81,9 +98,19 @@ def print_report(
     print(
         f"{'rank':>4s}  {'bot':24s} {'Elo':>6s}  {'95% interval':>15s}  {'games':>5s} {'score':>6s}"
     )
+    fallbacks = fallbacks or {}
     for k, rt in enumerate(ratings, 1):
-        print(f"{k:4d}  {rt.name:24s} {rt.elo:6.0f}  [{rt.ci95[0]:5.0f}, {rt.ci95[1]:5.0f}]  "
+        f, d, _ = fallbacks.get(rt.name, (0, 0, ""))
+        elo, ci = f"{rt.elo:6.0f}", f"[{rt.ci95[0]:5.0f}, {rt.ci95[1]:5.0f}]"
+        if mostly_fallbacks(f, d):  # the fallback's rating, not the bot's
+            elo, ci = f"{'—':>6s}", f"{'—':>15s}"
+        elif f:
+            elo += " (!)"
+        print(f"{k:4d}  {rt.name + (' (!)' if f else ''):24s} {elo}  {ci}  "
               f"{rt.games:5d} {rt.score / max(1, rt.games):6.1%}")  # fmt: skip
+    for name, (f, d, latest) in sorted(fallbacks.items()):
+        if f:
+            print(f"  (!) {fallback_note(name, f, d, latest, 'rating')}")
     print(f"\n{'A vs B':36s} {'games':>5s} {'A wins':>6s} {'rate':>6s}  {'95% CI':>16s}  "
           f"{'Elo diff':>8s}  search it/s")  # fmt: skip
     for r in rows:
@@ -182,13 +209,17 @@ def main() -> None:
     elapsed = time.time() - t0
     ratings = fit(results_for_fit(results), anchor=args.anchor, anchor_rating=args.anchor_rating)
     rows = pair_rows(pairs, results)
-    print_report(ratings, rows, bots, elapsed, args)
+    fallbacks = fallbacks_by_bot(results)
+    print_report(ratings, rows, bots, elapsed, args, fallbacks)
     if args.json:
         print(json.dumps({
             "benchmark": "ladder", "sets": args.sets, "deals": deals, "first_seed": args.seed,
             "workers": args.workers, "elapsed_s": round(elapsed, 1), "anchor": args.anchor,
             "ratings": [{"bot": r.name, "elo": r.elo, "ci95": list(r.ci95), "games": r.games,
-                         "score": r.score} for r in ratings],
+                         "score": r.score, "fallbacks": fallbacks.get(r.name, (0, 0, ""))[0],
+                         "decisions": fallbacks.get(r.name, (0, 0, ""))[1],
+                         "own": not mostly_fallbacks(*fallbacks.get(r.name, (0, 0, ""))[:2])}
+                        for r in ratings],
             "pairs": rows,
         }))  # fmt: skip
 

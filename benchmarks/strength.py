@@ -177,7 +177,7 @@ def fallback_lines(rows: list[dict[str, Any]]) -> list[str]:
         for side, decisions in (("a", r["decisions_a"]), ("b", r["decisions_b"])):
             if r[f"fallbacks_{side}"]:
                 note = fallback_note(r[side], r[f"fallbacks_{side}"], decisions,
-                                     r[f"last_fallback_{side}"], "decisions")  # fmt: skip
+                                     r[f"last_fallback_{side}"])  # fmt: skip
                 lines.append(f"  (!) {r['a']} vs {r['b']}: {note}")
     return lines
 

@@ -195,14 +195,14 @@ def win_rate_text(rate: str, fallbacks: int, decisions: int) -> str:
 
 
 def fallback_note(
-    bot: str, fallbacks: int, decisions: int, latest: str, unit: str = "decisions"
+    bot: str, fallbacks: int, decisions: int, latest: str, withheld: str = "win rate"
 ) -> str:
-    """The line a bot with fallback moves gets under a results table (here and in
-    benchmarks/strength.py)."""
+    """The line a bot with fallback moves gets under a results table (here, in
+    benchmarks/strength.py and, ``withheld`` "rating", in benchmarks/ladder.py)."""
     share = fallbacks / decisions if decisions else 1.0
-    no_rate = "; no win rate is shown for it" if mostly_fallbacks(fallbacks, decisions) else ""
+    no_rate = f"; no {withheld} is shown for it" if mostly_fallbacks(fallbacks, decisions) else ""
     return (
-        f"{bot}: {fallbacks} of its {decisions} {unit} ({share:.0%}) were fallback moves "
+        f"{bot}: {fallbacks} of its {decisions} decisions ({share:.0%}) were fallback moves "
         f"(latest: {latest}), played because the bot failed: these results are not {bot}'s "
         f"own strength{no_rate}"
     )

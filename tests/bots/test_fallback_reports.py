@@ -4,6 +4,7 @@ the bot's own strength: benchmarks/strength.py and ``ascension bots`` print the 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -151,3 +152,20 @@ def test_ascension_bots_keeps_the_private_engines_log_when_a_bot_failed(plugins:
         assert "Traceback" in text and "ValueError: a bug, on a hand of" in text, text[-3000:]
     finally:
         path.unlink(missing_ok=True)
+
+
+def test_the_ladder_rates_no_bot_made_of_fallback_moves(plugins: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "benchmarks/ladder.py", "--bots", "random,heuristic,raiser", "--games",
+         "2", "--workers", "1", "--sets", "ss", "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{plugins}"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    (row,) = [x for x in lines if " raiser (!) " in x]
+    assert row.split()[3:5] == ["—", "—"], row  # no Elo, no interval
+    (note,) = [x for x in lines if x.startswith("  (!) raiser: ")]
+    assert note.endswith("no rating is shown for it")
+    ratings = {r["bot"]: r for r in json.loads(lines[-1])["ratings"]}
+    assert not ratings["raiser"]["own"] and ratings["heuristic"]["own"]
