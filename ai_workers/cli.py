@@ -2,7 +2,8 @@
 
 ascension-worker run      the Celery worker on queue ascension.moves (prefork, prefetch 1,
                           WORKER_CONCURRENCY processes, bots in supervised bot hosts),
-                          metrics on WORKER_METRICS_PORT
+                          metrics on WORKER_METRICS_PORT; the broker must be set
+                          (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE; neither: exit 2)
 ascension-worker check    exit 0 when this host's worker answers a ping through the broker
                           (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE; neither: exit 2)
 ascension-worker check --local
@@ -120,7 +121,13 @@ def run(cfg: config.WorkerConfig) -> int:
     _mark_dead_children()
     _setup_telemetry(cfg)
     if cfg.metrics_port:
-        _serve_metrics(cfg.metrics_port)
+        try:
+            _serve_metrics(cfg.metrics_port)
+        except OSError as e:  # another worker (or engine) of this host holds it
+            print(f"ascension-worker run: WORKER_METRICS_PORT {cfg.metrics_port}: {e.strerror}; "
+                  "set another port (0 turns the metrics off)", file=sys.stderr)  # fmt: skip
+            shutil.rmtree(state, ignore_errors=True)
+            return 2
     from ai_workers.bots.registry import describe_bots
 
     logging.getLogger("ascension.worker").info("%s", describe_bots())
@@ -173,22 +180,30 @@ def check_local(cfg: config.WorkerConfig, max_age: float) -> int:
     return 1
 
 
+def broker_source() -> str | None:
+    """The setting that names the broker, or None: then neither ``run`` nor ``check`` uses
+    the default address (whatever Redis happens to listen there, perhaps another project's)."""
+    return next((k for k in config.BROKER_SETTINGS if os.environ.get(k, "").strip()), None)
+
+
+def no_broker(command: str, advice: str) -> int:
+    print(
+        f"ascension-worker {command}: no broker set ({' or '.join(config.BROKER_SETTINGS)}): "
+        f"{advice}",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def check(cfg: config.WorkerConfig, timeout: float) -> int:
     """The worker answers a ping through the broker it is configured with; without a broker
-    setting, exit 2 rather than ping the default address (whatever Redis happens to be
-    there)."""
+    setting, exit 2 rather than ping the default address."""
     from celery import Celery
 
-    source = next(
-        (k for k in config.BROKER_SETTINGS if os.environ.get(k, "").strip()), None
-    )
+    source = broker_source()
     if source is None:
-        print(
-            f"ascension-worker check: no broker set ({' or '.join(config.BROKER_SETTINGS)}): "
-            "set the worker's; `ascension-worker check --local` checks liveness without one",
-            file=sys.stderr,
-        )
-        return 2
+        return no_broker("check", "set the worker's; `ascension-worker check --local` checks "
+                         "liveness without one")  # fmt: skip
     print(f"broker: {heartbeat.redact(cfg.broker_url)} ({source})")
     if "%p" in cfg.node_name:
         nodes = sorted({b.node for b in _local_beats(cfg)})
@@ -251,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.local:
             return check_local(cfg, args.max_age)
         return check(cfg, args.timeout)
+    if broker_source() is None:
+        return no_broker("run", "name the one the engine sends moves to, e.g. "
+                         "CELERY_BROKER_URL=redis://localhost:6379/0 (no default is assumed)")  # fmt: skip
     return run(cfg)
 
 

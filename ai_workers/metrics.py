@@ -20,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ai_workers.bots.decide import BOT_RAISED, ILLEGAL_ACTION, LOAD_FAILED, NO_RULES_VIEW
-from ai_workers.supervisor import BAD_ANSWER, BOT_DIED, DEADLINE, LOAD_TIMEOUT
+from ai_workers.supervisor import BAD_ANSWER, BOT_DIED, DEADLINE, LOAD_TIMEOUT, QUARANTINED
 
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
@@ -40,7 +40,8 @@ DEAD_LETTER_REASONS = ("worker_lost", "time_limit", "redelivered")
 dead_letters = Counter(
     "ascension_worker_dead_letters_total",
     "move tasks not delivered again: their worker process died (worker_lost), they hit the"
-    " hard time limit (time_limit), or the broker delivered them again (redelivered)",
+    " hard time limit (time_limit), or the broker delivered them again after a worker had"
+    " started them and died (redelivered)",
     ["reason"],
 )
 decision_seconds = Histogram(
@@ -75,7 +76,7 @@ FALLBACK_BOT_RAISED = BOT_RAISED
 FALLBACK_ILLEGAL_ACTION = ILLEGAL_ACTION
 FALLBACK_NO_RULES_VIEW = NO_RULES_VIEW
 # The bot was not asked: quarantined on this worker, or its move was dead-lettered.
-FALLBACK_QUARANTINED = "quarantined"
+FALLBACK_QUARANTINED = QUARANTINED
 FALLBACK_DEAD_LETTER = "dead_letter"
 # The bot host gave no usable answer (ai_workers/supervisor.py).
 SUPERVISOR_REASONS = (DEADLINE, LOAD_TIMEOUT, BOT_DIED, LOAD_FAILED, BAD_ANSWER)

@@ -344,6 +344,10 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
             stall_hint=hint, leaving=leaving,
         )  # fmt: skip
         outcome = session.run()
+        failed = [s.bot_name for s in outcome.view.seat_info if s.fallback_moves]
+        if failed and engine is not None:
+            console.print(f"[yellow](!) {', '.join(failed)} played fallback moves; why (their "
+                          f"tracebacks): the private engine's log, kept: {engine.keep_log()}[/]")  # fmt: skip
         if outcome.view.over and not outcome.quit and sys.stdin.isatty():
             offer_review(client, console, game_id, token)
         if outcome.quit:
@@ -401,8 +405,16 @@ def cmd_bots(args: argparse.Namespace, console: Console) -> int:
         # Report before the channel and the private engine are closed: nothing that happens
         # while they shut down can then take the results with it.
         console.print(bots_runner.results_table(cfg, results))
-        for note in bots_runner.fallback_notes(results):
+        notes = bots_runner.fallback_notes(results)
+        for note in notes:
             console.print(f"[yellow](!) {escape(note)}[/]")
+        if notes:
+            where = (
+                f"the private engine's log, kept: {engine.keep_log()}"
+                if engine is not None
+                else f"the log of the workers of the engine at {address}"
+            )
+            console.print(f"[yellow](!) Why the bots failed (their tracebacks): {escape(where)}[/]")
         failed = [r for r in results if not r.ok]
         for r in failed:
             console.print(f"[red]game {r.index} ({r.game_id or 'not created'}): {r.error}[/]")

@@ -3,7 +3,9 @@
 Used by ``ascension play`` and ``ascension bots`` when no ``--address`` is given: the engine
 runs with its embedded defaults (games kept in process, AI seats played by a local process
 pool), on a free loopback port, in its own session so that a Ctrl-C at the terminal reaches
-the client only; the client stops the engine when it exits.
+the client only; the client stops the engine when it exits. Its log is a temporary file
+(``ascension-engine-*.log``), removed after a clean stop unless the client keeps it
+(:meth:`EmbeddedEngine.keep_log`: ``ascension bots`` does when a bot failed, and says where).
 """
 
 from __future__ import annotations
@@ -69,6 +71,12 @@ class EmbeddedEngine:
 
     @property
     def log_path(self) -> Path | None:
+        return self._log_path
+
+    def keep_log(self) -> Path | None:
+        """Keep the engine's log when it stops (it is removed after a clean stop otherwise):
+        e.g. the tracebacks of bots that failed. Returns its path."""
+        self._own_log = False
         return self._log_path
 
     def start(self) -> str:

@@ -385,7 +385,7 @@ class Games:
         state = self._state(rec)
         legal = self.states.legal_actions(rec.game_id, rec.commit_id, state)
         s = self._playable(state, seat, req.action, legal)
-        return await self._apply(req, rec, meta, seat, s, held)
+        return await self._apply(req, rec, meta, seat, s, held, len(legal))
 
     @staticmethod
     def _fingerprint(seat: int, req: epb.SubmitActionRequest) -> bytes:
@@ -418,17 +418,19 @@ class Games:
         seat: int,
         s: rules.State,
         held: tuple[int, ...],
+        choices: int,
     ) -> epb.SubmitActionResponse:
         """Play ``req.action`` on ``s`` (the record's state, checked playable) and write the
         result if the game is still at the record's version and commit id; answer with the
-        view of ``seat``, or of the seat to move if it is ``held`` too."""
+        view of ``seat``, or of the seat to move if it is ``held`` too (``choices``: how many
+        legal actions the seat had)."""
         game_id, key, action = req.game_id, req.idempotency_key, req.action
         fingerprint = self._fingerprint(seat, req)
         version = rec.version + 1
         commit_id = chained_commit_id(rec.commit_id, seat, action)
         resp = epb.SubmitActionResponse()  # filled in place: its fields are not copied
         upd = resp.update
-        history.played(upd, game_id, version, seat, action, s)
+        history.played(upd, game_id, version, seat, action, s, choices)
         upd.commit_id = commit_id
         upd.parent_commit_id = rec.commit_id
         now = time.time()

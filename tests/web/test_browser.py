@@ -358,5 +358,6 @@ def test_the_lobby_offers_difficulty_levels(browser: Any, web: WebServer) -> Non
     assert page.is_disabled("#bots") and page.is_disabled("#budget")
     page.click("#start")
     page.wait_for_selector(".others-area .seat", timeout=30_000)
-    assert "(greedy-honor)" in page.locator(".others-area").inner_text()  # the Easy level's bot
+    # the Easy level's bot, and the level
+    assert "(greedy-honor, Easy)" in page.locator(".others-area").inner_text()
     assert not page.errors, page.errors
