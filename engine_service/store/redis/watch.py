@@ -138,11 +138,11 @@ class RedisWatch(RedisCore):
                 for b, part in by_bucket.items():
                     last_ids[keys.news_key(b)], _ = await self._catch_up(b, part, out, pos)
                 continue
+            if watching:
+                await self._check_marks(by_bucket, pos)
             # Not tried again here: the watch hub, told of the error, first checks that the
             # store still holds what it read (a failover may have lost the last commits), then
             # reads on.
-            if watching:
-                await self._check_marks(by_bucket, pos)
             block = min(left, self._max_block_ms, int(MARK_SECONDS * 1000) if watching else left)
             wait = ("BLOCK", block) if left > 0 else ()  # (else: a look)
             unread = False
