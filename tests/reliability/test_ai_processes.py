@@ -77,7 +77,7 @@ def _busy(engine: support.Engine, seconds: float = 90.0) -> dict[str, set[int]]:
         analysing = pool - {int(_stat(h)[1]) for h in hosts if _stat(h)}  # type: ignore[index]
         if len(pool) == 3 and len(hosts) == 2 and analysing:
             (a,) = analysing
-            if _cpu_seconds(a) > 3.0:  # (imports take about 1 s of it: searching now)
+            if _cpu_seconds(a) > 2.0:  # (imports take about 1 s of it: searching now)
                 return {"pool": pool, "hosts": hosts, "all": below}
         assert time.monotonic() < deadline, (engine.log(), below)
         time.sleep(0.2)
