@@ -14,8 +14,8 @@ Past either, the host's whole process group is killed with SIGKILL (a bot that s
 ignores signals or swallows ``SoftTimeLimitExceeded`` cannot outlast it) and
 :class:`BotFailed` is raised: the caller plays the fallback move itself. A host that exits
 (``os._exit``, a crash) raises the same. Bot code thus never blocks nor kills the worker
-process. The host dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and a watchdog thread
-that notices being orphaned), so a lost worker leaves no bot behind.
+process. The host dies with its parent (``engine_service/lifeline.py``: ``PR_SET_PDEATHSIG``
+on Linux, and a thread that notices being orphaned), so a lost worker leaves no bot behind.
 
 Protocol: each message is a 4-byte big-endian length and a JSON object, one request then one
 answer. ``{"op": "load", "bot": name}`` -> ``{"ok": true}`` or ``{"ok": false, "error": ...}``;
@@ -35,7 +35,6 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +54,7 @@ from ai_workers.bots.settings import BotSettings
 from ai_workers.bots.specs import load_spec
 from ai_workers.slots import BotRecords
 from engine_service import rules
+from engine_service.lifeline import die_with_parent
 
 log = logging.getLogger("ascension.worker.supervisor")
 decide_log = logging.getLogger("ascension.worker.decide")
@@ -410,25 +410,6 @@ def host(load_seconds: float, log_level: str = "INFO") -> BotHost:
 # ---- the host process ------------------------------------------------------------------------
 
 
-def _die_with_parent(parent: int) -> None:
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    if parent and os.getppid() != parent:
-        os._exit(1)
-
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    if parent:
-        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     load = load_spec if os.environ.get(SPECS_ENV) == "1" else load_bot
@@ -460,7 +441,9 @@ def serve() -> int:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)  # a bot's print() lands in the worker's log, not in the protocol
-    _die_with_parent(int(os.environ.get(PARENT_ENV, "0") or 0))
+    parent = int(os.environ.get(PARENT_ENV, "0") or 0)
+    if parent:
+        die_with_parent(parent)  # SIGKILL: a lost worker leaves no bot behind
     logging.basicConfig(
         level=os.environ.get("LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(levelname)s %(name)s [bot host %(process)d]: %(message)s",

@@ -172,9 +172,12 @@ def build_store(settings: Settings, metrics: Metrics) -> CachingStore:
         client=settings.redis_client,
     )
 
-    def on_rollback(game_id: str, lost: Lost) -> None:
-        metrics.rollbacks_detected.inc()
-        rollback_log.warning("%s", describe(game_id, lost))
+    def on_rollback(game_id: str, lost: Lost, counted: bool) -> None:
+        if counted:  # (the first replica to find this loss: the sum over replicas is one)
+            metrics.rollbacks_detected.inc()
+        rollback_log.warning(
+            "%s%s", describe(game_id, lost), "" if counted else " (counted by another replica)"
+        )
 
     return CachingStore(TimedStore(inner, metrics.observe_store), on_rollback)
 

@@ -14,7 +14,9 @@ consume, through an app made from the broker URL only. Each message
 Local (the embedded default): a pool of
 spawned processes runs the function named by ``ENGINE_LOCAL_AI_TARGET`` ("module:function",
 imported inside the child) with the payload as keyword arguments; that function connects to
-``engine_address`` and submits the move like any client.
+``engine_address`` and submits the move like any client. The pool's processes (and the bot
+hosts they start) end with the engine, whatever they are doing: closing the dispatcher kills
+them, and each dies with its parent (``engine_service/lifeline.py``) if the engine is killed.
 
 Analyses (``AnalyzePosition``, hints for a seat) go the same ways with :meth:`Dispatcher.analyse`:
 as the Celery task ``ascension.analyze_position`` (the worker hands the result back with
@@ -27,13 +29,18 @@ from __future__ import annotations
 import abc
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import importlib
 import logging
 import multiprocessing
+import multiprocessing.connection
+import os
 import threading
 import time
 from typing import Any
+
+from engine_service import lifeline
 
 log = logging.getLogger("ascension.engine.dispatch")
 
@@ -188,6 +195,25 @@ class CeleryDispatcher(Dispatcher):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _kill_pool(pool: concurrent.futures.ProcessPoolExecutor, seconds: float = 10.0) -> None:
+    """Shut the pool down and kill its processes now, busy or not (a search, a stuck bot):
+    nothing they hold is worth waiting for once the engine stops (a move not played is
+    dispatched again by the sweeper); their bot hosts die with them. Waits, at most
+    ``seconds``, until they are gone."""
+    # concurrent.futures has no public way to end busy workers before Python 3.14's
+    # kill_workers(): its process table is read instead.
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(Exception):  # (exited already)
+            p.kill()
+    left = [p.sentinel for p in procs]
+    deadline = time.monotonic() + seconds
+    while left and time.monotonic() < deadline:
+        done = multiprocessing.connection.wait(left, deadline - time.monotonic())
+        left = [s for s in left if s not in done]
+
+
 def run_target(target: str, payload: Payload) -> object:
     """In the child process: import ``module:function`` and call it with the payload."""
     module, _, func = target.partition(":")
@@ -206,17 +232,26 @@ class LocalDispatcher(Dispatcher):
         self.processes = processes
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._closed = False
 
     def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the local AI pool is closed: the engine is stopping")
             if self._pool is None:
-                # spawn, not fork: the server has threads (gRPC, metrics) a fork would not carry
+                # spawn, not fork: the server has threads (gRPC, metrics) a fork would not
+                # carry. Each process dies with this one, even killed (lifeline.py).
                 ctx = multiprocessing.get_context("spawn")
-                self._pool = concurrent.futures.ProcessPoolExecutor(self.processes, mp_context=ctx)
+                self._pool = concurrent.futures.ProcessPoolExecutor(
+                    self.processes,
+                    mp_context=ctx,
+                    initializer=lifeline.die_with_parent,
+                    initargs=(os.getpid(),),
+                )
             return self._pool
 
     def _done(self, payload: Payload, fut: concurrent.futures.Future[object]) -> None:
-        if fut.cancelled():
+        if fut.cancelled() or self._closed:  # (closing kills what is still running)
             return
         e = fut.exception()
         if e is None:
@@ -238,7 +273,7 @@ class LocalDispatcher(Dispatcher):
             fut = self._executor().submit(run_target, target, payload)
         except (RuntimeError, concurrent.futures.process.BrokenProcessPool):
             with self._lock:
-                self._pool = None
+                self._pool = None  # (broken: its processes are gone or going)
             fut = self._executor().submit(run_target, target, payload)
         fut.add_done_callback(lambda f: self._done(payload, f))
         return fut
@@ -255,8 +290,9 @@ class LocalDispatcher(Dispatcher):
     async def close(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
+            self._closed = True
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            await asyncio.to_thread(_kill_pool, pool)
 
 
 def make_dispatcher(

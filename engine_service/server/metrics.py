@@ -148,15 +148,17 @@ class Metrics:
 
         self.rollbacks_detected = Counter(
             "ascension_store_rollbacks_detected",
-            "times a replica found the store holding an older history than it had seen "
-            "(a Redis rollback: snapshot restore, failover to a lagging replica, lost AOF tail)",
+            "histories of games the store lost, found by a replica that had seen them (a Redis "
+            "rollback: snapshot restore, failover to a lagging replica, lost AOF tail); each "
+            "loss counted once summed over the replicas, by the first replica to find it",
             registry=r,
         )
         self.games_lost = Counter(
             "ascension_store_games_lost",
             "games this replica served lately that the store no longer holds, though they were "
             "neither deleted nor can have expired (Redis restarted without its data, an older "
-            "snapshot restored, a failover); each counted once per server process",
+            "snapshot restored, a failover); each counted once summed over the replicas, by the "
+            "first replica to find it gone",
             registry=r,
         )
         self.watch_streams = Gauge(

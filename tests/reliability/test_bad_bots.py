@@ -140,7 +140,8 @@ def wait_all_over(engine: support.Engine, game_ids: list[str], seconds: float) -
 
 
 def tokens_of(*games: epb.CreateGameResponse) -> list[str]:
-    return [t for g in games for t in g.seat_tokens]
+    """Every token CreateGame gave (none for an AI seat: "")."""
+    return [t for g in games for t in (*g.seat_tokens, g.admin_token) if t]
 
 
 def series(m: dict[str, float], name: str, **labels: str) -> float:
