@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,11 @@ def run(cfg: config.WorkerConfig) -> int:
     _setup_telemetry(cfg)
     if cfg.metrics_port:
         _serve_metrics(cfg.metrics_port)
+    from ai_workers import client_tls
+    from clients.sdk.tls import TLS
+
+    tls_stop = threading.Event()
+    client_tls.watch(TLS.from_env(), tls_stop)  # checked in main()
     from ai_workers.bots.registry import describe_bots
 
     logging.getLogger("ascension.worker").info("%s", describe_bots())
@@ -140,6 +146,7 @@ def run(cfg: config.WorkerConfig) -> int:
     try:
         app.worker_main(argv)
     finally:
+        tls_stop.set()
         shutil.rmtree(state, ignore_errors=True)
     return 0
 
@@ -241,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
 
         telemetry.tracing_mode()  # ASCENSION_TRACING and LOG_FORMAT are checked here
         telemetry.log_format()
+        if args.command == "run":  # the TLS files to the engine, as the engine checks its own
+            from ai_workers import client_tls
+            from clients.sdk.tls import TLS
+
+            client_tls.check(TLS.from_env())
     except ValueError as e:
         print(f"ascension-worker: configuration error: {e}", file=sys.stderr)
         return 2
