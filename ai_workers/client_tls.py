@@ -8,10 +8,13 @@ their next call after a check is due, a renewed whole set is used by new connect
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from clients.sdk.tls import TLS
 from engine_service.tls_files import ROLE_CLIENT, Watched, load, metric_hooks
+
+log = logging.getLogger("ascension.tls")
 
 
 def check(tls: TLS | None) -> None:
@@ -36,7 +39,10 @@ def watch(tls: TLS | None, stop: threading.Event) -> Watched | None:
 
     def run() -> None:
         while not stop.wait(files.interval):
-            files.check()
+            try:
+                files.check()
+            except Exception:  # a hook's failure: keep checking
+                log.exception("checking the TLS files failed")
 
     if files.interval > 0:
         threading.Thread(target=run, name="tls-files", daemon=True).start()

@@ -122,6 +122,15 @@ def _public(key: object) -> bytes:
 
 def check(paths: Paths, raw: Raw) -> Pem:
     """``raw`` as a whole set, or TlsFilesError saying what is wrong with it."""
+    try:
+        return _check(paths, raw)
+    except TlsFilesError:
+        raise
+    except Exception as e:  # what a parser may raise on a file nobody foresaw: refuse it too
+        raise TlsFilesError(f"{paths.cert or paths.ca!r} and its files: {e!r}") from None
+
+
+def _check(paths: Paths, raw: Raw) -> Pem:
     cert, key, ca = raw
     not_after: float | None = None
     subject = ""

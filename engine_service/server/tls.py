@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 from typing import Any
 
 from engine_service.server.grpc_compat import grpc
 from engine_service.server.metrics import Metrics
 from engine_service.tls_files import ROLE_SERVER, Paths, Pem, TlsFilesError, Watched, metric_hooks
+
+log = logging.getLogger("ascension.tls")
 
 
 def _configuration(pem: Pem) -> Any:
@@ -57,8 +60,12 @@ class ServerTls:
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.files.interval)
-            if not stop.is_set():
+            if stop.is_set():
+                return
+            try:
                 await asyncio.to_thread(self.files.check)
+            except Exception:  # a hook's failure: keep checking
+                log.exception("checking the TLS files failed")
 
 
 def server_tls(

@@ -145,9 +145,7 @@ def test_a_worker_with_a_key_of_another_certificate_does_not_start(
         "ASCENSION_TLS_CERT_FILE": str(one.cert),
         "ASCENSION_TLS_KEY_FILE": str(two.key),
     }
-    out = subprocess.run(
-        [str(WORKER), "run"], env=env, capture_output=True, text=True, timeout=120
-    )
+    out = subprocess.run([str(WORKER), "run"], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "configuration error: ASCENSION_TLS_* files:" in out.stderr
     assert "is not the key of the certificate in" in out.stderr
