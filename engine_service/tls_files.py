@@ -220,12 +220,18 @@ class Watched:
         return self.interval > 0 and self._clock() >= self._next
 
     def check_if_due(self) -> bool:
-        """:meth:`check` when ``interval`` has passed since the last one (cheap otherwise)."""
-        return self.check() if self.due() else False
+        """:meth:`check` when ``interval`` has passed since the last one (cheap otherwise;
+        of callers arriving together, one checks)."""
+        return self._check(only_if_due=True) if self.due() else False
 
     def check(self) -> bool:
         """Read the files now; True when a renewed set was taken."""
+        return self._check(only_if_due=False)
+
+    def _check(self, only_if_due: bool) -> bool:
         with self._lock:
+            if only_if_due and not self.due():
+                return False  # another caller checked meanwhile
             self._next = self._clock() + self.interval
             try:
                 raw = read_raw(self.paths)
