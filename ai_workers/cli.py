@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,11 @@ def run(cfg: config.WorkerConfig) -> int:
                   "set another port (0 turns the metrics off)", file=sys.stderr)  # fmt: skip
             shutil.rmtree(state, ignore_errors=True)
             return 2
+    from ai_workers import client_tls
+    from clients.sdk.tls import TLS
+
+    tls_stop = threading.Event()
+    client_tls.watch(TLS.from_env(), tls_stop)  # checked in main()
     from ai_workers.bots.registry import describe_bots
 
     logging.getLogger("ascension.worker").info("%s", describe_bots())
@@ -147,6 +153,7 @@ def run(cfg: config.WorkerConfig) -> int:
     try:
         app.worker_main(argv)
     finally:
+        tls_stop.set()
         shutil.rmtree(state, ignore_errors=True)
     return 0
 
@@ -256,6 +263,11 @@ def main(argv: list[str] | None = None) -> int:
 
         telemetry.tracing_mode()  # ASCENSION_TRACING and LOG_FORMAT are checked here
         telemetry.log_format()
+        if args.command == "run":  # the TLS files to the engine, as the engine checks its own
+            from ai_workers import client_tls
+            from clients.sdk.tls import TLS
+
+            client_tls.check(TLS.from_env())
     except ValueError as e:
         print(f"ascension-worker: configuration error: {e}", file=sys.stderr)
         return 2

@@ -179,3 +179,28 @@ class PoolCollector(Collector):
             "resident memory of the pool processes and bot hosts, summed",
             rss,
         )
+
+
+# TLS (ai_workers/client_tls.py): the same names as the engine's, for the client certificate
+# the pool presents to the engine under mutual TLS (role client). Set by the worker's parent
+# only: the pool processes it forks hold their copy at 0 (prometheus_client's multiprocess
+# values of a forked process start again), hence the gauges' max.
+tls_expiry = Gauge(
+    "ascension_tls_certificate_expiry_timestamp_seconds",
+    "notAfter (Unix time) of the TLS certificate this process serves (role server) or "
+    "presents (role client): the one new connections get",
+    ["role"],
+    multiprocess_mode="livemax",
+)
+tls_reloads = Counter(
+    "ascension_tls_reloads_total",
+    "renewed TLS files taken (result loaded) or refused (result refused: a key not of its "
+    "certificate, an unreadable file; the set in use is kept)",
+    ["role", "result"],
+)
+tls_refused = Gauge(
+    "ascension_tls_files_refused",
+    "1 while the TLS files on disk differ from those in use and cannot be used",
+    ["role"],
+    multiprocess_mode="livemax",
+)

@@ -33,7 +33,7 @@ from rich.table import Table
 from clients import bots_runner
 from clients.embedded import EmbeddedEngine, EngineStartError
 from clients.sdk import DIFFICULTIES, TLS, AscensionError, Client, bot, human
-from clients.sdk.tls import operator_key_from_env
+from clients.sdk.tls import TlsFilesError, operator_key_from_env, reload_seconds_from_env
 from clients.sdk.types import SETS
 from clients.web import client_address, hosts
 from engine_service import names
@@ -111,12 +111,13 @@ def _tls(args: argparse.Namespace) -> TLS | None:
     files = (args.tls_ca_file, args.tls_cert_file, args.tls_key_file, args.tls_server_name)
     if not (args.tls or any(files)):
         return env
-    base = env or TLS()
+    base = env or TLS(reload_seconds=reload_seconds_from_env())
     return TLS(
         args.tls_ca_file or base.ca_file,
         args.tls_cert_file or base.cert_file,
         args.tls_key_file or base.key_file,
         args.tls_server_name or base.server_name,
+        base.reload_seconds,
     )
 
 
@@ -553,6 +554,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AscensionError as e:
         console.print(f"[red]The engine said ({e.code}):[/] {e.message}")
         return 1
+    except TlsFilesError as e:
+        console.print(f"[red]TLS files:[/] {e}")
+        return 2
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from engine_service.server.metrics import Metrics
 from engine_service.server.review import Reviews
 from engine_service.server.service import SERVICE, EngineService, GuardedServer, add_to_server
 from engine_service.server.sweeper import Sweeper
+from engine_service.server.tls import server_tls
 from engine_service.server.tokens import CredentialedDispatcher
 from engine_service.server.watch import WatchHub, WatchLimits
 from engine_service.store import CachingStore, Store, StoreError, StoreSettings, open_store
@@ -212,7 +213,14 @@ async def serve(
     store = build_store(settings, metrics)
     server = aio.server(options=server_options(settings))
     listen = f"{settings.host}:{settings.grpc_port}"
-    credentials = settings.server_credentials()  # TLS (mTLS with a client CA), or None
+    tls = server_tls(  # TLS (mTLS with a client CA) that follows renewed files, or None
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        settings.tls_client_ca_file,
+        settings.tls_reload_seconds,
+        metrics,
+    )
+    credentials = tls.credentials() if tls is not None else None
     try:
         if credentials is None:
             port = server.add_insecure_port(listen)
@@ -283,6 +291,8 @@ async def serve(
     for name in ("", SERVICE):
         await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     stop = stop or asyncio.Event()
+    tls_stop = asyncio.Event()
+    tls_checks = asyncio.ensure_future(tls.run(tls_stop)) if tls is not None else None
     drain = [False]
 
     def on_signal(sig: signal.Signals) -> None:
@@ -315,6 +325,9 @@ async def serve(
     if not waiting.done():
         waiting.cancel()  # stopped before the store answered
     elif waiting.exception() is not None:
+        tls_stop.set()
+        if tls_checks is not None:
+            await tls_checks
         await server.stop(0)
         await dispatcher.close()
         await store.close()
@@ -353,6 +366,9 @@ async def serve(
     await hub.stop()
     await health.close_streams()
     await server.stop(settings.shutdown_grace_seconds)
+    tls_stop.set()
+    if tls_checks is not None:
+        await tls_checks
     housekeeping_stop.set()
     if chores is not None:
         await chores

@@ -30,10 +30,10 @@ from engine_service.server.auth import (
 )
 from engine_service.server.bots import MAX_TIME_MS
 from engine_service.server.callers import DEFAULT_HEADER, Callers, parse_networks
-from engine_service.server.grpc_compat import grpc
 from engine_service.server.limits import CallLimits, per_minute, per_second
 from engine_service.server.review import ReviewSettings
 from engine_service.server.tokens import AiCredentials
+from engine_service.tls_files import DEFAULT_RELOAD_SECONDS
 
 
 def boolean(raw: str) -> bool:
@@ -228,6 +228,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_TLS_CERT_FILE", "tls_cert_file", str, "", "PEM certificate (chain) of the gRPC port; unset = plaintext"),
     Option("ENGINE_TLS_KEY_FILE", "tls_key_file", str, "", "PEM private key of ENGINE_TLS_CERT_FILE"),
     Option("ENGINE_TLS_CLIENT_CA_FILE", "tls_client_ca_file", str, "", "PEM CA bundle: clients must present a certificate it signed (mTLS)"),
+    Option("ENGINE_TLS_RELOAD_SECONDS", "tls_reload_seconds", float, DEFAULT_RELOAD_SECONDS, "how often the TLS files are checked for renewed ones (0 = read once, at start)"),
     Option("ENGINE_OPERATOR_KEYS", "operator_keys", str, "", "operator keys (comma or newline separated); unset = open server", secret=True),
     Option("ENGINE_PUBLIC_CREATE", "public_create", boolean, False, "with operator keys: CreateGame needs none"),
     Option("ENGINE_CALLER_SEEDS", "caller_seeds", str, SEEDS_OPERATOR, "who may choose the seed of a game with a human seat: operator or anyone"),
@@ -295,6 +296,7 @@ class Settings:
     tls_cert_file: str = ""
     tls_key_file: str = ""
     tls_client_ca_file: str = ""
+    tls_reload_seconds: float = DEFAULT_RELOAD_SECONDS
     operator_keys: str = field(default="", repr=False)
     public_create: bool = False
     caller_seeds: str = SEEDS_OPERATOR
@@ -351,17 +353,6 @@ class Settings:
         keys = parse_keys(self.ai_token_keys)
         ttl = self.ai_credential_ttl_seconds
         return AiCredentials(keys, ttl) if keys else AiCredentials.generate(ttl)
-
-    def server_credentials(self) -> Any:
-        """gRPC TLS credentials of the port (None: plaintext); with a client CA, mTLS."""
-        if not self.tls_cert_file:
-            return None
-        ca = Path(self.tls_client_ca_file).read_bytes() if self.tls_client_ca_file else None
-        return grpc.ssl_server_credentials(
-            [(Path(self.tls_key_file).read_bytes(), Path(self.tls_cert_file).read_bytes())],
-            root_certificates=ca,
-            require_client_auth=ca is not None,
-        )
 
     def callers(self) -> Callers:
         """Who a call counts as for the per-caller limits."""
@@ -455,6 +446,7 @@ class Settings:
             ("ENGINE_REDIS_TIMEOUT_SECONDS", self.redis_timeout_seconds),
             ("ENGINE_REDIS_RETRY_SECONDS", self.redis_retry_seconds),
             ("ENGINE_STORE_STARTUP_SECONDS", self.store_startup_seconds),
+            ("ENGINE_TLS_RELOAD_SECONDS", self.tls_reload_seconds),
             ("ENGINE_REDIS_WAIT_REPLICAS", float(self.redis_wait_replicas)),
         ):
             if fvalue < 0:

@@ -191,6 +191,31 @@ class Metrics:
             registry=r,
         )
 
+        # TLS of the gRPC port (engine_service/server/tls.py); the workers export the same
+        # names for the client certificate they present (role client).
+        self.tls_expiry = Gauge(
+            "ascension_tls_certificate_expiry_timestamp_seconds",
+            "notAfter (Unix time) of the TLS certificate this process serves (role server) or "
+            "presents (role client): the one new connections get",
+            ["role"],
+            registry=r,
+            multiprocess_mode="livemin",
+        )
+        self.tls_reloads = Counter(
+            "ascension_tls_reloads",
+            "renewed TLS files taken (result loaded) or refused (result refused: a key not of "
+            "its certificate, an unreadable file; the set in use is kept)",
+            ["role", "result"],
+            registry=r,
+        )
+        self.tls_refused = Gauge(
+            "ascension_tls_files_refused",
+            "1 while the TLS files on disk differ from those in use and cannot be used",
+            ["role"],
+            registry=r,
+            multiprocess_mode="livemax",
+        )
+
         # Children by label values: ``labels()`` costs a lock and a tuple build on every call.
         self._store_children: dict[str, Any] = {}
         self._rpc_children: dict[tuple[str, str], tuple[Any, Any]] = {}

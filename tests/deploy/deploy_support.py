@@ -173,8 +173,10 @@ class Contract:
         return {**EXTERNAL_SERIES, **own}
 
     def family_of(self, series: str) -> MetricFamily:
-        (family,) = [f for f in self.families if series in f.samples]
-        return family
+        found = [f for f in self.families if series in f.samples]
+        # A metric both components export (the TLS ones) is one family: same type and labels.
+        assert found and len({(f.name, f.type, f.labels) for f in found}) == 1, (series, found)
+        return found[0]
 
 
 # Series the rules and the dashboard read that are not the project's own metrics: the

@@ -59,6 +59,7 @@ TOPICS = {
     "AI queue length": "redis_key_size",
     "live games near the cap": "ascension:max_live_games",
     "service level objectives": "ascension:slo_objective:ratio",
+    "TLS certificates near their end": "ascension_tls_certificate_expiry_timestamp_seconds",
 }
 ALERTS_TEST = DEPLOY / "prometheus" / "alerts_test.yaml"
 
