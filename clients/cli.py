@@ -35,7 +35,7 @@ from clients.sdk import DIFFICULTIES, TLS, AscensionError, Client, bot, human
 from clients.sdk.tls import operator_key_from_env
 from clients.sdk.types import SETS
 from clients.web import hosts
-from engine_service import names
+from engine_service import names, native_build
 
 EXAMPLES = """\
 examples:
@@ -256,6 +256,11 @@ def engine_address(
     if address:
         yield address, None
         return
+    # An editable install is compiled after it: in the background, from this first start on
+    # (this engine runs the sources as they are now: engine_service/native.py)
+    compiling = native_build.start_in_background()
+    if compiling:
+        console.print(f"[dim]{escape(compiling[0].upper() + compiling[1:])}[/]")
     engine = EmbeddedEngine(ai_processes=ai_processes)
     with console.status("Starting a local engine (embedded store, local AI workers)…"):
         engine.start()
