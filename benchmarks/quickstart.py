@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]")
 PROMPT = r"Your choice \("
 BUILD_LINE = r"ascension-engine build: ([^\r\n]*)"
-BACKGROUND = r"(?i)being compiled in the background"
+BACKGROUND = r"(?i)being\s+compiled\s+in\s+the\s+background"
 
 
 def readme_command(readme: Path) -> str:
