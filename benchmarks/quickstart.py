@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]")
 PROMPT = r"Your choice \("
 BUILD_LINE = r"ascension-engine build: ([^\r\n]*)"
-BACKGROUND = r"(?i)being\s+compiled\s+in\s+the\s+background"
 
 
 def readme_command(readme: Path) -> str:
@@ -59,24 +58,20 @@ def to_first_prompt(
     command: str, clone: Path, env: dict[str, str], timeout: float, t0: float
 ) -> tuple[float, bool]:
     """Run ``command`` in a pseudo-terminal until the game's first prompt, then leave the game;
-    the seconds from ``t0`` to the prompt, and whether the game said it compiles in the
-    background."""
+    the seconds from ``t0`` to the prompt, and whether a compile was started in the
+    background (its log is there)."""
     child = pexpect.spawn(
         "bash", ["-c", command], cwd=str(clone), env=env, dimensions=(40, 100),
         encoding="utf-8", codec_errors="replace", timeout=timeout,
     )  # fmt: skip
-    background = False
     try:
         while True:
-            i = child.expect([BUILD_LINE, BACKGROUND, PROMPT, pexpect.EOF])
+            i = child.expect([BUILD_LINE, PROMPT, pexpect.EOF])
             now = time.monotonic() - t0
             if i == 0:
                 line = ANSI.sub("", child.match.group(1)).strip()
                 print(f"[{now:6.1f} s] build: {line}", flush=True)
             elif i == 1:
-                background = True
-                print(f"[{now:6.1f} s] the game: compiling in the background", flush=True)
-            elif i == 2:
                 print(f"[{now:6.1f} s] first prompt of `ascension play`", flush=True)
                 break
             else:
@@ -88,6 +83,9 @@ def to_first_prompt(
         child.expect(pexpect.EOF, timeout=60)
     finally:
         child.close(force=True)
+    background = (clone / "build" / "ascension-native" / "compile.log").exists()
+    if background:
+        print(f"[{now:6.1f} s] the game started the compile in the background", flush=True)
     return now, background
 
 
