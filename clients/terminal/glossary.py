@@ -83,11 +83,21 @@ def terms_in(text: str) -> list[Term]:
     return list(seen.values())
 
 
-def listing() -> str:
-    """Every term's name by kind, for ``?``: one line a kind."""
+SET_TAGS = {"(Skulls & Sails)": "ss", "(Curse of the Golden Isles)": "cotgi"}
+
+
+def in_game(term: Term, sets: str) -> bool:
+    """Whether a term belongs to a game of ``sets``: a term whose text names one set only
+    to games with that set."""
+    named = [s for tag, s in SET_TAGS.items() if tag in term.text]
+    return len(named) != 1 or sets in (named[0], "both")
+
+
+def listing(sets: str = "both") -> str:
+    """Every term's name by kind (those of a game of ``sets``), for ``?``: one line a kind."""
     lines = []
     for kind in KINDS:
-        names = [t.name for t in terms() if t.kind == kind]
+        names = [t.name for t in terms() if t.kind == kind and in_game(t, sets)]
         if names:
             label = {"faction": "factions", "card type": "card types", "piece": "on the board"}
             lines.append(f"  {label.get(kind, kind + 's') + ':':14} {', '.join(names)}")

@@ -390,7 +390,7 @@ class PlaySession:
         self.console.print(
             Text("The words on the cards (? WORD explains one, e.g. ? unite):", style="bold")
         )
-        self.console.print(glossary.listing(), highlight=False)
+        self.console.print(glossary.listing(self.view.sets), highlight=False)
         golden_isles = self.view.sets in ("cotgi", "both")
         self.console.print(KEYS + (GOLDEN_ISLES_KEYS if golden_isles else ""), highlight=False)
         self.console.print(self.about, style="dim", highlight=False)

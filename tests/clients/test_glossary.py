@@ -98,3 +98,11 @@ def test_the_web_page_reads_the_same_file() -> None:
     built = "".join(p.read_text() for p in (ROOT / "clients/web/static/assets").glob("*.js"))
     for t in glossary.terms()[:5]:
         assert t.text.replace('"', '\\\\"') in built or t.text in built, t.name
+
+
+def test_a_games_list_has_the_words_of_its_sets_only() -> None:
+    ss, cotgi, both = (glossary.listing(s) for s in ("ss", "cotgi", "both"))
+    assert "Thukal" in ss and "Ghost Pirate" not in ss and "Treasure Bag" not in ss
+    assert "Ghost Pirate" in cotgi and "Thukal" not in cotgi
+    assert "Thukal" in both and "Ghost Pirate" in both and "Unite" in ss and "Unite" in cotgi
+    assert "The Deep" in ss and "The Deep" in cotgi  # (it names both sets)

@@ -339,6 +339,12 @@ def test_a_newcomer_reads_the_cards_and_the_rules(
     rules = dialog.inner_text()
     for part in ("The goal", "Runes", "Power", "Crew", "The Deep", "Thukal", "Ghost Pirate"):
         assert part in rules, part
+    # the words on the cards, each explained when tapped, as in a card's text
+    for word in ("Unite", "Echo", "Plunder", "Fate", "Anchor", "Ongoing", "Mechana", "The Void"):
+        assert dialog.locator(f'.term-list button[data-term="{word}"]').count() == 1, word
+    dialog.locator('.term-list button[data-term="Echo"]').click()
+    assert "discard pile" in page.locator("dialog.glossary[open] p").inner_text()
+    page.locator("dialog.glossary[open]").get_by_role("button", name="Close").click()
     shot(page, f"how-to-play-{tag}")
     dialog.get_by_role("button", name="Close").click()
     assert not dialog.is_visible()

@@ -10,7 +10,7 @@ export interface Term {
   text: string;
 }
 
-const TERMS: Term[] = data.terms;
+export const TERMS: Term[] = data.terms;
 const CONFIRM: Record<string, string> = data.confirm;
 const byWord = new Map<string, Term>();
 for (const t of TERMS) for (const w of t.words) byWord.set(w, t);
@@ -41,6 +41,38 @@ export function openTerm(term: Term): void {
   document.body.append(dialog);
   dialog.showModal();
   close.focus();
+}
+
+const SET_TAGS: [string, string][] = [
+  ["(Skulls & Sails)", "ss"],
+  ["(Curse of the Golden Isles)", "cotgi"],
+];
+
+/** Whether a term belongs to a game of `sets`: one whose text names a set, only with it. */
+function inGame(term: Term, sets: string): boolean {
+  const named = SET_TAGS.filter(([tag]) => term.text.includes(tag));
+  return named.length !== 1 || sets === "both" || sets === named[0][1];
+}
+
+/** Every term of a game of `sets` by kind, each a button that explains it (the terminal's
+ * `?` lists the same). */
+export function termList(sets: string): HTMLElement {
+  const terms = TERMS.filter((t) => inGame(t, sets));
+  const kinds = [...new Set(terms.map((t) => t.kind))];
+  return h(
+    "dl",
+    { class: "term-list" },
+    kinds.map((kind) => [
+      h("dt", {}, `${kind[0].toUpperCase()}${kind.slice(1)}s`),
+      h(
+        "dd",
+        {},
+        terms.filter((t) => t.kind === kind).map((t) =>
+          h("button", { type: "button", class: "term", "data-term": t.words[0], onclick: () => openTerm(t) }, t.words[0]),
+        ),
+      ),
+    ]),
+  );
 }
 
 /** A card's text with each term a button that explains it. */
