@@ -55,7 +55,11 @@ def loop_seconds(steps: int = 20_000_000) -> float:
 
 
 def to_first_prompt(
-    command: str, clone: Path, env: dict[str, str], timeout: float, t0: float,
+    command: str,
+    clone: Path,
+    env: dict[str, str],
+    timeout: float,
+    t0: float,
     compiling: bool = True,
 ) -> tuple[float, bool]:
     """Run ``command`` in a pseudo-terminal until the game's first prompt, then leave the game;
