@@ -351,6 +351,7 @@ def test_a_newcomer_reads_the_cards_and_the_rules(
 
     page.click("#start")
     page.wait_for_selector(".action-list button.act", state="attached", timeout=30_000)
+    page.wait_for_selector(".mine-area .cards .card", timeout=30_000)  # (drawn, on a busy machine)
     # the center row and your hand on the first screen, beside the actions
     bottom = _visible_bottom(page, height)
     ring = page.locator(".ring").bounding_box()
