@@ -36,7 +36,7 @@ from clients.sdk import DIFFICULTIES, TLS, AscensionError, Client, bot, human
 from clients.sdk.tls import TlsFilesError, operator_key_from_env, reload_seconds_from_env
 from clients.sdk.types import SETS
 from clients.web import client_address, hosts
-from engine_service import names
+from engine_service import names, native_build
 
 EXAMPLES = """\
 examples:
@@ -98,11 +98,26 @@ def _connection_flags(parser: argparse.ArgumentParser) -> None:
                    "that require one (env ASCENSION_OPERATOR_KEY[_FILE])")  # fmt: skip
 
 
+# What each level plays (the engine's engine_service/server/bots.py decides; a test compares)
+LEVELS = {
+    "easy": "the greedy-honor bot",
+    "normal": "the heuristic bot",
+    "hard": "ismcts, 100 iterations a move",
+    "expert": "ismcts, 1,000 iterations a move",
+}
+BOTS_HELP = (
+    "ismcts: the search, the strongest with time; heuristic: rules of thumb; expert: a scripted "
+    "planner (despite its name, rated below --difficulty hard: docs/bots.md); greedy-honor; "
+    "random"
+)
+
+
 def _difficulty_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--difficulty", choices=DIFFICULTIES, default=None,
-        help="the bots' level, weakest first: " + ", ".join(DIFFICULTIES) + " (each rated in "
-        "Elo in docs/bots.md); in place of --bot and --budget-ms",
+        help="the bots' level, weakest first: "
+        + "; ".join(f"{level} ({what})" for level, what in LEVELS.items())
+        + " (each rated in Elo in docs/bots.md); in place of --bot and --budget-ms",
     )  # fmt: skip
 
 
@@ -156,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument(
         "--bot", type=_bots, default=[DEFAULT_BOT],
-        help="bot(s) for the other seats, comma-separated, used in turn (default ismcts)",
+        help="bot(s) for the other seats, comma-separated, used in turn (default ismcts). "
+        + BOTS_HELP,
     )  # fmt: skip
     play.add_argument(
         "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
@@ -179,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     bots.add_argument("--games", type=int, default=10, help="number of games (default 10)")
     bots.add_argument(
         "--bots", type=_bots, default=["ismcts", "heuristic"],
-        help="bots, comma-separated; they rotate through the seats (default ismcts,heuristic)",
+        help="bots, comma-separated; they rotate through the seats (default ismcts,heuristic). "
+        + BOTS_HELP,
     )  # fmt: skip
     bots.add_argument("--players", type=int, default=None, help="seats per game (default: #bots)")
     bots.add_argument("--sets", choices=SETS, default="ss")
@@ -228,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--players", type=int, default=2, help="seats in a new game (default 2)")
     web.add_argument(
         "--bot", type=_bots, default=[DEFAULT_BOT],
-        help="bot(s) for the other seats, comma-separated, used in turn (default ismcts)",
+        help="bot(s) for the other seats, comma-separated, used in turn (default ismcts). "
+        + BOTS_HELP,
     )  # fmt: skip
     web.add_argument(
         "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
@@ -281,6 +299,11 @@ def engine_address(
     if address:
         yield address, None
         return
+    # An editable install is compiled after it: in the background, from this first start on
+    # (this engine runs the sources as they are now: engine_service/native.py)
+    compiling = native_build.start_in_background()
+    if compiling:
+        console.print(f"[dim]{escape(compiling[0].upper() + compiling[1:])}[/]")
     engine = EmbeddedEngine(ai_processes=ai_processes, env=env)
     with console.status("Starting a local engine (embedded store, local AI workers)…"):
         engine.start()
@@ -354,9 +377,12 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
         if outcome.quit:
             console.print(f"\nYou left game {game_id}.")
             if args.address:
+                console.print("Rejoin it with this command (one line):")
+                # on its own line and never wrapped: a copy of it is the whole command
                 console.print(
-                    f"Rejoin: ascension play --address {address} --game {game_id} --token {token}"
-                )
+                    f"ascension play --address {address} --game {game_id} --token {token}",
+                    soft_wrap=True, markup=False, highlight=False,
+                )  # fmt: skip
     return 0
 
 
@@ -456,8 +482,11 @@ def cmd_games(args: argparse.Namespace, console: Console) -> int:
     with _client(args, args.address, False) as client:
         resp = client.list_games(active_only=args.active)
     table = Table(title="Games")
-    for col in ("Game", "Sets", "Seats", "Version", "State"):
-        table.add_column(col)
+    # a game id whole, whatever the width (it is what `watch` and `play --game` take)
+    longest = max((len(g.game_id) for g in resp.games), default=4)
+    table.add_column("Game", no_wrap=True, min_width=longest)
+    for col in ("Sets", "Seats", "Version", "State"):
+        table.add_column(col, overflow="fold")
     for g in resp.games:
         seats = ", ".join(s.bot_name or s.name or "human" for s in g.seats)
         state = "over" if g.over else f"seat {g.to_move + 1} to move"

@@ -125,3 +125,19 @@ def test_a_level_plays(client: Client) -> None:
             if update.version >= 12 or update.over:
                 break
     assert client.get_view(game.game_id).version >= 12
+
+
+def test_the_help_says_what_each_level_and_bot_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` names each level's bot and budget as the engine sets them, and says that the
+    `expert` bot is not the Expert level (it is rated below Hard)."""
+    assert list(cli.LEVELS) == list(LEVELS)
+    for level, d in LEVELS.items():
+        said = cli.LEVELS[level]
+        assert d.bot in said, (level, said)
+        if d.iterations:
+            assert f"{d.iterations:,} iterations" in said, (level, said)
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["play", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "expert: a scripted planner (despite its name, rated below --difficulty hard" in shown
+    assert "hard (ismcts, 100 iterations a move)" in shown
