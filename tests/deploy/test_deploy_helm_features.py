@@ -1039,3 +1039,13 @@ def test_only_its_password_restarts_the_in_chart_redis() -> None:
         engine = pod_annotations(manifests(scenario), "Deployment", "engine")
         assert "checksum/existing-secrets" in engine, scenario
     assert set(plain) >= {"checksum/redis-auth"}
+
+
+def test_the_replicas_each_redis_primary_should_have_are_a_value() -> None:
+    """metrics.prometheusRule.redisReplicas is recorded for the release's namespace (the alert
+    AscensionRedisReplicasLost compares with it); 0, the default, records nothing."""
+    docs = render_docs({"metrics": {"prometheusRule": {"enabled": True, "redisReplicas": 2}}})
+    recorded = recorded_settings(docs)[("ascension:redis_replicas_expected", "")]
+    assert recorded["expr"] == "vector(2)" and recorded["labels"] == {"namespace": NAMESPACE}
+    default = render_docs({"metrics": {"prometheusRule": {"enabled": True}}})
+    assert ("ascension:redis_replicas_expected", "") not in recorded_settings(default)
