@@ -454,6 +454,66 @@ def test_monitoring_ports_listen_on_this_host_only(compose: dict[str, Any]) -> N
     assert published == {"engine", "prometheus", "grafana"}
 
 
+def test_prometheus_cannot_be_stopped_or_reloaded_over_http(compose: dict[str, Any]) -> None:
+    """Prometheus has no login: with its lifecycle API on, any page a browser on this host
+    opens could POST /-/quit. It is off (no flag, and none set by other means)."""
+    prometheus = services(compose)["prometheus"]
+    flags = [default_of(str(a)) for a in prometheus["command"]]
+    assert not any("enable-lifecycle" in flag for flag in flags), flags
+    assert not any("lifecycle" in str(v).lower() for v in prometheus.get("environment", {}) or {})
+    assert "entrypoint" not in prometheus, "the flags are the command's"
+
+
+def test_a_real_prometheus_with_composes_flags_refuses_to_quit(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
+    """Debian's prometheus (the package that brings promtool) run with compose's command:
+    POST /-/quit and /-/reload are refused and it keeps running."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.skip("no prometheus binary (apt-get install prometheus brings it with promtool)")
+    config = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
+    config["rule_files"] = [str(DEPLOY / "prometheus" / "alerts.yaml")]
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    port = _free_port()
+    argv = [binary]
+    for flag in (default_of(str(a)) for a in services(compose)["prometheus"]["command"]):
+        flag = flag.replace("/etc/prometheus/prometheus.yml", str(tmp_path / "prometheus.yml"))
+        argv.append(flag.replace("=/prometheus", f"={tmp_path / 'data'}"))
+    argv.append(f"--web.listen-address=127.0.0.1:{port}")
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _http(f"{base}/-/ready")[0] == 200, 60)
+        for path in ("/-/quit", "/-/reload"):
+            status, body = _http(base + path, method="POST")
+            assert status == 403 and "Lifecycle API is not enabled" in body, (path, status, body)
+        assert proc.poll() is None
+        assert _http(f"{base}/-/healthy")[0] == 200
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _free_port() -> int:
+    from tests.service import support
+
+    return support.free_port()
+
+
+def _http(url: str, method: str = "GET") -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=5) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except OSError:
+        return 0, ""
+
+
 def test_grafana_needs_a_password_and_has_no_anonymous_access(compose: dict[str, Any]) -> None:
     env = services(compose)["grafana"]["environment"]
     # ${VAR:?message}: compose refuses to start while the variable is unset.
