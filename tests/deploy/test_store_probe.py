@@ -26,7 +26,10 @@ def test_the_gauge_follows_the_store_going_and_coming_back(tmp_path: Path) -> No
     redis = RedisProcess(tmp_path / "redis").start()
     engine = support.start_engine(redis.url, ENGINE_STORE_PROBE_SECONDS="0.5")
     try:
-        up = lambda: support.metric(engine, "ascension_store_up")  # noqa: E731
+
+        def up() -> float:
+            return support.metric(engine, "ascension_store_up")
+
         wait_for(lambda: up() == 1, 30, "ascension_store_up 1 with Redis answering")
         redis.kill()
         wait_for(lambda: up() == 0, 60, "ascension_store_up 0 once Redis is gone")
