@@ -332,3 +332,131 @@ def test_an_engine_and_a_worker_play_through_their_users(stack: Stack, tmp_path:
         engine.stop()
     refused = stack.refusals("engine", "broker")
     assert not refused, f"Redis refused the engine or the worker: {refused}"
+
+
+# ---------------------------------------------------------------------------
+# The chart's in-chart Redis: its container writes the ACL file from the same rules
+# ---------------------------------------------------------------------------
+
+
+def test_the_charts_redis_writes_the_same_users_and_the_engine_and_worker_use_them(
+    tmp_path: Path,
+) -> None:
+    """The in-chart Redis's container command, as the chart renders it, run here with the
+    users' passwords in its environment and the rules where its ConfigMap is mounted: Redis
+    (the local 7.0 build) loads the file it writes; the engine and the worker, with the URLs
+    the chart gives them, get an AI seat's move played through their users; each user is
+    refused what it must be; the readiness probe answers as the user healthcheck."""
+    import shutil
+
+    from tests.ai.test_celery_integration import start_worker
+    from tests.deploy.test_deploy_helm_chart import by_kind, env_of, render_docs
+
+    docs = render_docs({})
+    (statefulset,) = by_kind(docs, "StatefulSet")
+    spec = statefulset["spec"]["template"]["spec"]
+    redis = next(c for c in spec["containers"] if c["name"] == "redis")
+    (rules,) = [c for c in by_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-users")]
+    (secret,) = [s for s in by_kind(docs, "Secret") if s["metadata"]["name"].endswith("redis-auth")]
+    passwords = secret["stringData"]
+    env = {"PATH": str(Path(shutil.which("redis-server") or "/usr/bin/redis-server").parent)}
+    env["PATH"] += ":/usr/bin:/bin"
+    for name, item in env_of(redis).items():
+        env[name] = passwords[item["valueFrom"]["secretKeyRef"]["key"]]
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "redis-users.rules").write_text(rules["data"]["redis-users.rules"])
+    script = redis["command"][2].replace("/etc/redis-users/", f"{tmp_path}/etc/")
+    script = script.replace("/tmp/users.acl", f"{tmp_path}/users.acl")
+    port = support.free_port()
+    # The chart's options; the data directory (its volume, /data) and the address this test's.
+    args = [str(tmp_path) if a == "/data" else a for a in redis["args"]]
+    args += ["--port", str(port), "--bind", "127.0.0.1"]
+    proc = subprocess.Popen(
+        ["sh", "-c", script, "redis-server", *args],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "redis.log").open("w"),
+    )
+    engine = worker = None
+    try:
+        here = f"@127.0.0.1:{port}/0"
+        urls = {
+            user: f"redis://{user}:{passwords[f'{user}-password']}{here}"
+            for user in ("engine", "broker")
+        }
+        store = redis_py.Redis.from_url(urls["engine"])
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                store.ping()
+                break
+            except redis_py.ConnectionError:
+                assert time.monotonic() < deadline and proc.poll() is None, (
+                    tmp_path / "redis.log"
+                ).read_text()
+                time.sleep(0.05)
+        acl = (tmp_path / "users.acl").read_text()
+        assert acl.startswith("user default off")
+        assert not any(p in acl for p in passwords.values()), "digests, not passwords"
+        for user in ("engine", "broker"):
+            assert_refused(redis_py.Redis.from_url(urls[user]), *REFUSED)
+        keda = redis_py.Redis(port=port, username="keda", password=passwords["keda-password"])
+        assert keda.llen("ascension.moves") == 0
+        assert_refused(keda, ("LPOP", "ascension.moves"), ("GET", "asc:{00}:games"), ("INFO",))
+        probe = " ".join(redis["readinessProbe"]["exec"]["command"][2:])
+        probe = probe.replace(f"-p {redis['ports'][0]['containerPort']}", f"-p {port}")
+        assert (
+            subprocess.run(
+                ["sh", "-c", probe],
+                env={**env, "REDISCLI_AUTH": passwords["healthcheck-password"]},
+                timeout=10,
+                check=False,
+            ).returncode
+            == 0
+        )
+        # The engine and a worker, with the URLs the chart builds.
+        engine_env = env_of(
+            next(
+                d for d in by_kind(docs, "Deployment") if d["metadata"]["name"].endswith("-engine")
+            )["spec"]["template"]["spec"]["containers"][0]
+        )
+        chart_host = engine_env["REDIS_URL"]["value"].split("@")[1]
+        store_url = (
+            engine_env["REDIS_URL"]["value"]
+            .replace("$(ASCENSION_REDIS_PASSWORD)", passwords["engine-password"])
+            .replace(chart_host, f"127.0.0.1:{port}/0")
+        )
+        broker_url = (
+            engine_env["CELERY_BROKER_URL"]["value"]
+            .replace("$(ASCENSION_BROKER_PASSWORD)", passwords["broker-password"])
+            .replace(chart_host, f"127.0.0.1:{port}/0")
+        )
+        assert (store_url, broker_url) == (urls["engine"], urls["broker"])
+        engine = support.start_engine(
+            store_url, ENGINE_AI_DISPATCH="celery", CELERY_BROKER_URL=broker_url
+        )
+        worker = start_worker(broker_url, str(support.ROOT), tmp_path, "chart")
+        stub = engine.stub()
+        game = stub.CreateGame(
+            epb.CreateGameRequest(
+                sets="ss",
+                seed=2,
+                seats=[_ai(1), epb.SeatConfig(kind=pb.SeatInfo.HUMAN, name="player")],
+            ),
+            timeout=CALL,
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            view = stub.GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=CALL)
+            if view.to_move == 1:
+                break
+            time.sleep(0.2)
+        assert view.to_move == 1, "the AI seat's turn was played through the chart's users"
+    finally:
+        if worker is not None:
+            worker.stop()
+        if engine is not None:
+            engine.stop()
+        proc.terminate()
+        proc.wait(10)
