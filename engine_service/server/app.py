@@ -29,6 +29,7 @@ from engine_service.server.losses import describe
 from engine_service.server.metrics import Metrics
 from engine_service.server.review import Reviews
 from engine_service.server.service import SERVICE, EngineService, GuardedServer, add_to_server
+from engine_service.server.store_probe import probe_store
 from engine_service.server.sweeper import Sweeper
 from engine_service.server.tls import server_tls
 from engine_service.server.tokens import CredentialedDispatcher
@@ -318,6 +319,16 @@ async def serve(
         )
         warn_if_exposed(settings, address)
     where = redacted(settings.redis_url) if settings.redis_url else "in process"
+    probe_stop = asyncio.Event()
+    probe = asyncio.ensure_future(
+        probe_store(
+            store,
+            metrics.store_up,
+            probe_stop,
+            settings.store_probe_seconds,
+            settings.redis_timeout_seconds + 1.0,
+        )
+    )
     waiting = asyncio.ensure_future(_wait_for_store(store, where, settings.store_startup_seconds))
     stopping = asyncio.ensure_future(stop.wait())
     await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -328,6 +339,8 @@ async def serve(
         tls_stop.set()
         if tls_checks is not None:
             await tls_checks
+        probe_stop.set()
+        await probe
         await server.stop(0)
         await dispatcher.close()
         await store.close()
@@ -372,6 +385,8 @@ async def serve(
     housekeeping_stop.set()
     if chores is not None:
         await chores
+    probe_stop.set()
+    await probe
     await dispatcher.close()
     await store.close()
     log.info("stopped")

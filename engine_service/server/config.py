@@ -103,6 +103,13 @@ OPTIONS: tuple[Option, ...] = (
         "at start, how long to wait for the store (0 = as long as it takes)",
     ),
     Option(
+        "ENGINE_STORE_PROBE_SECONDS",
+        "store_probe_seconds",
+        float,
+        10.0,
+        "how often each server process PINGs the store (the gauge ascension_store_up)",
+    ),
+    Option(
         "ENGINE_HOST",
         "host",
         str,
@@ -268,6 +275,7 @@ class Settings:
     redis_retry_seconds: float = 5.0
     redis_client: str = "hand"
     store_startup_seconds: float = 0.0
+    store_probe_seconds: float = 10.0
     host: str = "127.0.0.1"
     event_loop: str = "auto"
     processes: int = 1
@@ -451,6 +459,8 @@ class Settings:
         ):
             if fvalue < 0:
                 problems.append(f"{name} must not be negative")
+        if not self.store_probe_seconds > 0:
+            problems.append("ENGINE_STORE_PROBE_SECONDS must be more than 0")
         if self.ai_max_dispatches < 0:
             problems.append("ENGINE_AI_MAX_DISPATCHES must be 0 (never) or more")
         if ":" not in self.local_ai_target:

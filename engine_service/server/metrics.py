@@ -127,6 +127,14 @@ class Metrics:
             registry=r,
             multiprocess_mode="livemax",
         )
+        # 1 while this process's last look at the store (a PING every few seconds,
+        # engine_service/server/store_probe.py) was answered; the pod's is its worst process's.
+        self.store_up = Gauge(
+            "ascension_store_up",
+            "1 if the store answered this process's last health probe (a PING), else 0",
+            registry=r,
+            multiprocess_mode="livemin",
+        )
         self.ai_enqueued = Counter(
             "ascension_ai_moves_enqueued",
             "AI moves dispatched (incl. re-dispatches)",

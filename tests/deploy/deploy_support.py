@@ -202,6 +202,10 @@ EXTERNAL_SERIES: dict[str, frozenset[str]] = {
     "redis_aof_last_bgrewrite_status": frozenset(),
     "redis_master_link_up": frozenset({"master_host", "master_port"}),
     "redis_connected_slaves": frozenset(),
+    "redis_instance_info": frozenset({"role"}),
+    "redis_master_repl_offset": frozenset(),
+    "redis_connected_slave_offset_bytes": frozenset({"slave_ip", "slave_port", "slave_state"}),
+    "redis_connected_slave_lag_seconds": frozenset({"slave_ip", "slave_port", "slave_state"}),
     "redis_key_size": frozenset({"db", "key"}),
 }
 # The settings the group ascension-settings records per namespace (compose's alerts.yaml, or
@@ -210,6 +214,7 @@ RECORDED_SERIES: dict[str, frozenset[str]] = {
     "ascension:slo_objective:ratio": frozenset({"slo"}),
     "ascension:slo_latency_threshold:seconds": frozenset({"le"}),
     "ascension:max_live_games": frozenset(),
+    "ascension:redis_replicas_expected": frozenset(),
 }
 EXTERNAL_SERIES.update(RECORDED_SERIES)
 
