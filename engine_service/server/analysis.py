@@ -40,6 +40,9 @@ from engine_service.server.limits import RateLimit
 
 log = logging.getLogger("ascension.engine.analysis")
 
+# A search must start this long before the engine's wait ends (the reply's way back, the
+# process's start-up): one that cannot is dropped unsearched by the worker.
+START_MARGIN_SECONDS = 0.5
 POLL_SECONDS = 0.1  # how often a replica waiting for a relayed answer looks in the store
 REPLY_KEY = "an:"  # store reply keys: an:<analysis id>
 MAX_CANDIDATES = 4096  # more than any position has legal actions
@@ -164,12 +167,20 @@ class Analyses:
             self._rate.take(f"game {req.game_id} seat {seat}")
         budget = min(req.budget_ms or cap, cap)
         legal = rules.legal_actions(state)
+        view = rules.view(state, seat)
+        # The seat's one analysis lasts as long as its search, whether or not the caller
+        # still waits for it: a cancelled call does not free the seat to ask again while its
+        # search is queued or running.
+        search = asyncio.ensure_future(self.search(req.game_id, version, view, legal, budget))
         self._running.add(seat_key)
-        try:
-            view = rules.view(state, seat)
-            answer, waited = await self.search(req.game_id, version, view, legal, budget)
-        finally:
+
+        def ended(t: asyncio.Future[tuple[Answer, float]]) -> None:
             self._running.discard(seat_key)
+            if not t.cancelled():
+                t.exception()  # (retrieved: the caller may have gone)
+
+        search.add_done_callback(ended)
+        answer, waited = await asyncio.shield(search)
         return self._response(version, seat, budget, state, legal, answer, waited)
 
     async def search(
@@ -184,10 +195,16 @@ class Analyses:
         """One search of ``view`` (what its seat may know at ``version``) on the AI workers,
         within ``budget_ms`` (and ``iterations``: default, this server's analysis setting);
         the answer and the seconds waited. Raises the ServiceError to answer with when no
-        worker answers in time, or the search failed."""
+        worker answers in time, or the search failed.
+
+        A worker starts the search only while it can still answer before the engine stops
+        waiting (``expires_at``: the grace less ``START_MARGIN_SECONDS``); later, it drops it
+        unsearched. So a search never runs past the wait that counts it (a hint's seat, a
+        review's caller, the caps)."""
         seat = view.seat
         analysis_id = secrets.token_hex(8)
-        seconds = budget_ms / 1000 + self.settings.grace_seconds
+        grace = self.settings.grace_seconds
+        seconds = budget_ms / 1000 + grace
         now = time.time()
         payload = {
             "analysis_id": analysis_id,
@@ -202,7 +219,7 @@ class Analyses:
             "seed": ANALYSIS_SEED,
             "engine_address": self.games.engine_address,
             "enqueued_at": now,
-            "expires_at": now + seconds,
+            "expires_at": now + max(grace / 2, grace - START_MARGIN_SECONDS),
             "reply_seconds": seconds,
         }
         loop = asyncio.get_running_loop()
