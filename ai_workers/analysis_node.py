@@ -11,9 +11,12 @@ review searches, so that an AI move never waits behind one.
 
 A free moves process therefore always takes the next move at once, however many analyses
 wait; and the analyses node runs ``WORKER_ANALYSIS_NICE`` (10) below the moves' CPU priority,
-so that on a machine whose cores are all busy a search yields the CPU to a move rather than
-share it. The analyses node dies with ``run`` (``PR_SET_PDEATHSIG`` and a watchdog thread
-that notices being orphaned): a lost worker leaves no search behind.
+in a session of its own whose autogroup has that nice value too (Linux groups the CPU by
+session when ``kernel.sched_autogroup_enabled`` is on, as on most distributions outside
+containers), so that on a machine whose cores are all busy a search yields the CPU to a move
+and to the engine rather than share it. The analyses node dies with ``run``
+(``PR_SET_PDEATHSIG`` and a watchdog thread that notices being orphaned): a lost worker leaves
+no search behind.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from ai_workers import config
 
@@ -83,7 +87,9 @@ class AnalysisNode:
         argv = [sys.executable, "-m", "ai_workers.cli", COMMAND,
                 "--hostname", self.hostname, "--parent", str(os.getpid())]  # fmt: skip
         self.started += 1
-        return subprocess.Popen(argv, close_fds=True)
+        # A session of its own: where the kernel groups the CPU by session (autogroup), its
+        # lower priority then applies against the engine and the other processes too.
+        return subprocess.Popen(argv, close_fds=True, start_new_session=True)
 
     def _watch(self) -> None:
         wait = RESTART_SECONDS[0]
@@ -121,11 +127,8 @@ class AnalysisNode:
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            from ai_workers.metrics import _children
-
-            for pid in (*_children(proc.pid), proc.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # its process group: the node and its pool
             proc.wait(10)
 
 
@@ -146,9 +149,18 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+def lower_priority(nice: int) -> None:
+    """This process (and the pool it forks) ``nice`` below its parent's CPU priority, and its
+    session's autogroup, where the kernel schedules by autogroup (the CPU is shared between
+    sessions first, whatever their processes' nice values)."""
+    os.nice(nice)
+    with contextlib.suppress(OSError):
+        Path("/proc/self/autogroup").write_text(str(nice))
+
+
 def run_node(cfg: config.WorkerConfig, hostname: str, parent: int) -> int:
     """The analyses node itself (in the child process ``run`` started)."""
-    os.nice(cfg.analysis_nice)  # inherited by its pool processes
+    lower_priority(cfg.analysis_nice)
     _die_with_parent(parent)
     from ai_workers import cli
     from ai_workers.celery_app import app

@@ -36,7 +36,7 @@ from engine_service.server import errors, validate
 from engine_service.server.dispatch import AnalysisUnavailable
 from engine_service.server.errors import Code, ServiceError, invalid, refused
 from engine_service.server.games import Games, require_turn
-from engine_service.server.limits import RateLimit
+from engine_service.server.limits import RateLimit, refuse_after_pause
 
 log = logging.getLogger("ascension.engine.analysis")
 
@@ -59,6 +59,7 @@ class AnalysisSettings:
     max_in_flight: int = 32  # analyses waited for at once by one replica; 0 = no cap
     max_iterations: int = 0  # search iterations; 0 = the budget alone bounds the search
     grace_seconds: float = 5.0  # waited beyond the budget (queueing, transfer) before giving up
+    refusal_pause: float = 1.0  # seconds before a refusal by the seat's own limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +147,15 @@ class Analyses:
         require_turn(state, seat, "; hints are for the seat to move")
         seat_key = f"{req.game_id}/{seat}"
         if seat_key in self._running:
-            raise refused(
-                Code.RESOURCE_EXHAUSTED,
-                "ANALYSIS_IN_PROGRESS",
-                f"an analysis of seat {seat} is still running: wait for its answer "
-                "(one at a time per seat)",
-                seat=seat,
+            await refuse_after_pause(
+                refused(
+                    Code.RESOURCE_EXHAUSTED,
+                    "ANALYSIS_IN_PROGRESS",
+                    f"an analysis of seat {seat} is still running: wait for its answer "
+                    "(one at a time per seat)",
+                    seat=seat,
+                ),
+                self.settings.refusal_pause,
             )
         limit = self.settings.max_in_flight
         if limit and len(self._running) >= limit:
@@ -164,7 +168,10 @@ class Analyses:
                 cap=limit,
             )
         if self._rate is not None:  # last: a call refused above does not count
-            self._rate.take(f"game {req.game_id} seat {seat}")
+            try:
+                self._rate.take(f"game {req.game_id} seat {seat}")
+            except ServiceError as e:
+                await refuse_after_pause(e, self.settings.refusal_pause)
         budget = min(req.budget_ms or cap, cap)
         legal = rules.legal_actions(state)
         view = rules.view(state, seat)

@@ -244,6 +244,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_ANALYSIS_MAX_IN_FLIGHT", "analysis_max_in_flight", int, 32, "analyses one server process waits for at once (0 = no cap)"),
     Option("ENGINE_ANALYSIS_MAX_ITERATIONS", "analysis_max_iterations", int, 0, "search iterations of an analysis (0 = the time budget alone)"),
     Option("ENGINE_ANALYSIS_GRACE_SECONDS", "analysis_grace_seconds", float, 5.0, "waited beyond an analysis's budget for the workers' answer"),
+    Option("ENGINE_REFUSAL_PAUSE_SECONDS", "refusal_pause_seconds", float, 1.0, "how long a hint or review refused by the caller's own limits waits for its answer"),
     # -- game reviews (ReviewGame; docs/bots.md, "Game review") --
     Option("ENGINE_REVIEW_MAX_BUDGET_MS", "review_max_budget_ms", int, 1000, "cap of a ReviewGame search's time per decision (0 = no reviews)"),
     Option("ENGINE_REVIEW_BUDGET_MS", "review_budget_ms", int, 250, "search time per decision of a ReviewGame that asks for none"),
@@ -312,6 +313,7 @@ class Settings:
     analysis_max_in_flight: int = 32
     analysis_max_iterations: int = 0
     analysis_grace_seconds: float = 5.0
+    refusal_pause_seconds: float = 1.0
     review_max_budget_ms: int = 1000
     review_budget_ms: int = 250
     review_per_caller: int = 1
@@ -387,6 +389,7 @@ class Settings:
             max_in_flight=self.analysis_max_in_flight,
             max_iterations=self.analysis_max_iterations,
             grace_seconds=self.analysis_grace_seconds,
+            refusal_pause=self.refusal_pause_seconds,
         )
 
     def review_settings(self) -> ReviewSettings:
@@ -397,6 +400,7 @@ class Settings:
             per_minute=self.review_per_minute,
             max_total_ms=self.review_max_total_ms,
             parallel=self.review_parallel,
+            refusal_pause=self.refusal_pause_seconds,
         )
 
     @property
@@ -578,6 +582,8 @@ class Settings:
                 problems.append(f"{name} must not be negative")
         if not 0 < self.analysis_grace_seconds <= 600:
             problems.append("ENGINE_ANALYSIS_GRACE_SECONDS must be above 0 and at most 600")
+        if not 0 <= self.refusal_pause_seconds <= 10:
+            problems.append("ENGINE_REFUSAL_PAUSE_SECONDS must be 0 to 10")
         problems.extend(self._review_problems())
         return problems
 

@@ -45,7 +45,7 @@ from engine_service.server import convert, errors, tokens, validate
 from engine_service.server.analysis import Analyses, Answer
 from engine_service.server.auth import Access, bearer
 from engine_service.server.errors import Code, ServiceError, invalid, refused
-from engine_service.server.limits import RateLimit
+from engine_service.server.limits import RateLimit, refuse_after_pause
 from engine_service.server.meta import GameMeta
 from engine_service.store import StoreError, UnreadableData
 from engine_service.store.reviews import ReviewStore, review_store
@@ -81,6 +81,7 @@ class ReviewSettings:
     budget_ms: int = 250  # the budget of a request that gives none
     per_caller: int = 1  # reviews in flight per caller; 0 = no limit
     per_minute: int = 10  # review starts per caller per minute; 0 = no limit
+    refusal_pause: float = 1.0  # seconds before a refusal by the caller's own limits
     max_total_ms: int = 600_000  # search time the reviews in flight may still need; 0 = no cap
     parallel: int = 2  # decisions of one review searched at once
 
@@ -367,10 +368,13 @@ class Reviews:
         rec, meta = await self.games._load(req.game_id)
         caller, seat = self._caller(req, meta, rec.over, context)
         budget = min(req.budget_ms or st.budget_ms, st.max_budget_ms)
-        self._check_per_caller(caller, self._adoptable(caller, req.game_id, seat))
-        # Every start that gets this far costs a replay of the game: counted, whatever follows.
-        if self._starts is not None:
-            self._starts.take(caller)
+        try:
+            self._check_per_caller(caller, self._adoptable(caller, req.game_id, seat))
+            # Every start that gets this far costs a replay: counted, whatever follows.
+            if self._starts is not None:
+                self._starts.take(caller)
+        except ServiceError as e:
+            await refuse_after_pause(e, st.refusal_pause)
         try:
             entries = await self.games.store.action_log(req.game_id)
         except UnreadableData as e:
