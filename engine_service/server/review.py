@@ -454,10 +454,10 @@ class Reviews:
                 flight.planned_ms = max(0, flight.planned_ms - budget)
                 nxt += 1
 
+        start_more()  # (while the kept ones are read)
         for i in range(total):
             r = done[i]
             if r is None:
-                start_more()
                 while i not in searches:  # the flight's searches are all busy: wait for one
                     busy = [t for t in flight.searches.values() if not t.done()]
                     await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
