@@ -106,7 +106,11 @@ class AnalysisNode:
                     return
             if self._stop.is_set():
                 return
-            code = self._proc.returncode if self._proc is not None else None
+            code = None
+            if self._proc is not None:
+                code = self._proc.returncode
+                with contextlib.suppress(ProcessLookupError):  # what it leaves: its pool
+                    os.killpg(self._proc.pid, signal.SIGKILL)
             if time.monotonic() - began > 60:
                 wait = RESTART_SECONDS[0]  # it ran a while: not a crash loop
             log.warning("the analyses node exited (code %s); starting it again in %.0fs", code, wait)
