@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ai_workers import config
@@ -162,15 +163,16 @@ def lower_priority(nice: int) -> None:
         Path("/proc/self/autogroup").write_text(str(nice))
 
 
-def run_node(cfg: config.WorkerConfig, hostname: str, parent: int) -> int:
-    """The analyses node itself (in the child process ``run`` started)."""
+def run_node(
+    cfg: config.WorkerConfig, hostname: str, parent: int, prepare: Callable[[], None]
+) -> int:
+    """The analyses node itself (in the child process ``run`` started); ``prepare`` sets up
+    its metrics and telemetry as ``run`` does its own."""
     lower_priority(cfg.analysis_nice)
     _die_with_parent(parent)
-    from ai_workers import cli
     from ai_workers.celery_app import app
 
-    cli._mark_dead_children()
-    cli._setup_telemetry(cfg)
+    prepare()
     argv = worker_argv(config.ANALYSIS_QUEUE, max(1, cfg.analysis_concurrency), hostname,
                        cfg.log_level)  # fmt: skip
     app.worker_main(argv)

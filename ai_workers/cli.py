@@ -258,7 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == ANALYSES_NODE:
         from ai_workers.analysis_node import run_node
 
-        return run_node(cfg, args.hostname, args.parent)
+        def prepare() -> None:
+            _mark_dead_children()
+            _setup_telemetry(cfg)
+
+        return run_node(cfg, args.hostname, args.parent, prepare)
     return run(cfg)
 
 
