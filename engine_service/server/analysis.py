@@ -198,10 +198,12 @@ class Analyses:
         legal: list[int],
         budget_ms: int,
         iterations: int | None = None,
+        batch: bool = False,
     ) -> tuple[Answer, float]:
         """One search of ``view`` (what its seat may know at ``version``) on the AI workers,
         within ``budget_ms`` (and ``iterations``: default, this server's analysis setting);
-        the answer and the seconds waited. Raises the ServiceError to answer with when no
+        the answer and the seconds waited. ``batch``: nobody waits at a table for it (a
+        review's): the workers take hints first. Raises the ServiceError to answer with when no
         worker answers in time, or the search failed.
 
         A worker starts the search only while it can still answer before the engine stops
@@ -228,6 +230,7 @@ class Analyses:
             "enqueued_at": now,
             "expires_at": now + max(grace / 2, grace - START_MARGIN_SECONDS),
             "reply_seconds": seconds,
+            "batch": batch,
         }
         loop = asyncio.get_running_loop()
         started = loop.time()

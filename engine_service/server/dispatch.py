@@ -48,6 +48,11 @@ QUEUE = "ascension.moves"
 # Analyses (hints, review searches) have a queue of their own, consumed by worker processes
 # of their own: an AI move never waits behind one (ai_workers/cli.py).
 ANALYSIS_QUEUE = "ascension.analyses"
+# A review's searches (``batch`` in the payload) are sent at this priority, hints at the
+# default (0): kombu's Redis transport keeps a list per priority step and its consumers take
+# the 0 list first, so a player's hint never waits behind a review's searches. (RabbitMQ
+# needs queues declared with x-max-priority for this; without, both keep their order.)
+BATCH_PRIORITY = 9
 LOCAL_ANALYSIS_TARGET = "ai_workers.analysis:analyse_payload"
 
 Payload = dict[str, Any]
@@ -179,6 +184,7 @@ class CeleryDispatcher(Dispatcher):
             queue=ANALYSIS_QUEUE,
             task_id=f"analysis:{payload['analysis_id']}",
             expires=datetime.fromtimestamp(float(payload["expires_at"]), tz=UTC),
+            priority=BATCH_PRIORITY if payload.get("batch") else 0,
             argsrepr="()",
             kwargsrepr=describe_analysis(payload),
         )

@@ -494,7 +494,9 @@ class Reviews:
         game_id, seat = flight.game_id, flight.seat
         for attempt in range(RETRIES + 1):
             try:
-                answer, _ = await self.analyses.search(game_id, d.version, d.view, d.legal, budget)
+                answer, _ = await self.analyses.search(
+                    game_id, d.version, d.view, d.legal, budget, batch=True
+                )
                 break
             except ServiceError as e:
                 # (a cold local pool, workers busy with moves: a review is long, so one

@@ -1,13 +1,15 @@
 """AI moves and analyses on queues of their own, with a real Redis broker, a real engine and a
 real ``ascension-worker run``: a move goes to ``ascension.moves``, a hint's search to
-``ascension.analyses``; and a worker whose analysis queue holds minutes of searches plays
-AI moves at once, while they wait."""
+``ascension.analyses``; a worker whose analysis queue holds half a minute of a review's
+searches plays AI moves at once while they wait, and takes a player's hint before them; its
+analyses node is started again when it dies, and dies with it."""
 
 from __future__ import annotations
 
 import base64
 import json
 import os
+import re
 import secrets
 import signal
 import time
@@ -67,36 +69,44 @@ def test_moves_and_analyses_are_sent_to_their_own_queues(
     r.close()
 
 
-def queue_analyses(redis_url: str, engine: support.Engine, n: int, budget_ms: int) -> None:
-    """``n`` searches of ``budget_ms`` each, as the engine sends them (their answers will be
-    refused: no engine waits for them)."""
-    from celery import Celery
+def queue_analyses(redis_url: str, engine: support.Engine, n: int, budget_ms: int,
+                   game_id: str = "0" * 22, batch: bool = False) -> None:  # fmt: skip
+    """``n`` searches of ``budget_ms`` each, sent as the engine sends them (their answers will
+    be refused: no engine waits for them)."""
+    from engine_service.server.dispatch import CeleryDispatcher
 
     s = rules.new_game(rules.GameConfig(sets="ss", players=2, seed=9))
     seat = s.to_move()
     view = base64.b64encode(rules.view(s, seat).serialize()).decode()
-    app = Celery("queues-test", broker=redis_url, set_as_current=False)
+    sender = CeleryDispatcher(redis_url)
     now = time.time()
     for _ in range(n):
-        analysis_id = secrets.token_hex(8)
-        payload = {"analysis_id": analysis_id, "game_id": "0" * 22, "seat": seat, "version": 1,
-                   "view": view, "legal": rules.legal_actions(s), "budget_ms": budget_ms,
-                   "iterations": 0, "seed": 0, "engine_address": engine.address,
-                   "enqueued_at": now, "expires_at": now + 600, "reply_seconds": 600,
-                   "token": "an1.0.x"}  # fmt: skip
-        app.send_task("ascension.analyze_position", kwargs=payload, queue=ANALYSES,
-                      task_id=f"analysis:{analysis_id}")  # fmt: skip
+        sender._send_analysis({
+            "analysis_id": secrets.token_hex(8), "game_id": game_id, "seat": seat,
+            "version": 1, "view": view, "legal": rules.legal_actions(s), "budget_ms": budget_ms,
+            "iterations": 0, "seed": 0, "engine_address": engine.address, "enqueued_at": now,
+            "expires_at": now + 600, "reply_seconds": 600, "token": "an1.0.x", "batch": batch,
+        })  # fmt: skip
 
 
-def test_a_move_never_waits_behind_the_analyses_queued(
+def test_moves_never_wait_behind_analyses_and_hints_go_before_review_searches(
     engine: support.Engine, redis_url: str, tmp_path: Path
 ) -> None:
+    """36 s of a review's searches and then one hint queued for one analysis process: AI moves
+    are played while the searches wait, and the hint is searched first (a review's searches
+    are sent at a lower priority)."""
     r = redis.Redis.from_url(redis_url)
-    queued = 12
-    queue_analyses(redis_url, engine, queued, 3000)  # 36 s of searches for one process
-    assert r.llen(ANALYSES) == queued
+    reviews, hint, queued = "1" * 22, "2" * 22, 12
+    queue_analyses(redis_url, engine, queued, 3000, reviews, batch=True)
+    queue_analyses(redis_url, engine, 1, 300, hint)
+    batch_list = ANALYSES + "\x06\x169"  # (kombu's list of the priority step 9)
+    assert (r.llen(ANALYSES), r.llen(batch_list)) == (1, queued)
     w = start_worker(redis_url, str(support.ROOT), tmp_path, "queues",
                      WORKER_CONCURRENCY="1", WORKER_ANALYSIS_CONCURRENCY="1")  # fmt: skip
+
+    def searched() -> list[str]:  # the games of the searches ended, in order
+        return re.findall(r"analysis [0-9a-f]{16} of game (\d+): ", w.log())
+
     try:
         stub = engine.stub()
         game = stub.CreateGame(epb.CreateGameRequest(sets="ss", seed=11, seats=[
@@ -110,12 +120,15 @@ def test_a_move_never_waits_behind_the_analyses_queued(
             version = view.version
             time.sleep(0.05)
         # ... while most of the searches still wait, one running at a time beside the moves
-        waiting = r.llen(ANALYSES)
+        waiting = r.llen(batch_list)
         assert waiting >= queued - 6, waiting
-        assert "analysis" in w.log()  # the analyses node took its first one meanwhile
+        while len(searched()) < 2:
+            assert time.monotonic() < deadline, "the analyses were not searched"
+            time.sleep(0.1)
+        assert searched()[:2] == [hint, reviews]
     finally:
         w.stop()
-        r.delete(ANALYSES)
+        r.delete(ANALYSES, batch_list)
         r.close()
 
 
@@ -172,3 +185,4 @@ def test_the_analyses_node_is_started_again_and_dies_with_its_worker(
             time.sleep(0.1)
     finally:
         w.stop()
+
