@@ -36,7 +36,8 @@ from ai_workers import config
 
 log = logging.getLogger("ascension.worker.analyses")
 COMMAND = "analyses-node"  # the hidden subcommand of ascension-worker that runs the node
-RESTART_SECONDS = (1.0, 30.0)  # first and longest wait before starting an exited node again
+RESTART_SECONDS = (1.0, 30.0)
+REDIS_SCHEMES = ("redis", "rediss", "sentinel", "sentinels")  # first and longest wait before starting an exited node again
 
 
 def node_name(moves_node: str) -> str:
@@ -175,5 +176,9 @@ def run_node(
     prepare()
     argv = worker_argv(config.ANALYSIS_QUEUE, max(1, cfg.analysis_concurrency), hostname,
                        cfg.log_level)  # fmt: skip
+    if cfg.broker_url.partition(":")[0] in REDIS_SCHEMES:
+        # An analysis is acknowledged as it starts: without this the node would then take the
+        # next one off the queue and hold it, and a hint sent meanwhile would wait behind it.
+        argv.append("--disable-prefetch")  # (a Redis broker's only)
     app.worker_main(argv)
     return 0

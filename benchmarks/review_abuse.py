@@ -1,7 +1,7 @@
 """What one caller's review abuse costs the other players: a bot's move time, idle and while
 one seat token cancels and restarts reviews and floods the engine with review starts.
 
-    python benchmarks/review_abuse.py [--seconds 30] [--games 2] [--flood 4] [--json]
+    python benchmarks/review_abuse.py [--seconds 20] [--rounds 2] [--games 2] [--flood 4] [--json]
 
 Real processes on loopback, all stopped at the end: a ``redis-server`` (free port), one
 ``ascension-engine serve`` dispatching to Celery with the default review and hint limits, one
@@ -12,17 +12,20 @@ with one process).
   as they end. A move's time is the gap between two updates of a game on a ``WatchGame``
   stream: the engine dispatching the move, the worker reading the view, choosing and
   submitting, the commit.
-- **The abuse** (second phase), from one game of two people played to its end beforehand:
-  the *cancel loop*, one thread with seat 0's token starting a review at the largest budget
-  and cutting it after 0.25 s, again and again; the *flood*, ``--flood`` threads starting
-  reviews as fast as the engine answers, with seat 0's and seat 1's tokens (each read until
-  its first answer, then cut).
+- **The abuse**, by an attacker in a process of its own holding both seat tokens of a game of
+  two people played to its end beforehand: the *cancel loop*, one thread with seat 0's token
+  starting a review at the largest budget and cutting it after 0.25 s, again and again; the
+  *flood*, ``--flood`` threads starting reviews as fast as the engine answers, with seat 0's
+  and seat 1's tokens (each read until its first answer, then cut). ``--rounds`` idle phases
+  and as many abused ones take turns, ``--seconds`` each, so that the machine's other work
+  weighs on both alike.
 - **A player's hint** every 11 s (the per-seat rate allows 6 a minute) in a game of two
   people left in the middle, in both phases: its wall time, or the error.
 
-Printed: the move times of each phase (median, p90, count), their ratio (the run fails, exit
-1, when the median or p90 under abuse is more than twice idle's), the abuse's starts by
-answer, the analyses the worker ran, and the CPU of the worker's move and analyses nodes.
+Printed: the move times of the idle and of the abused phases (median, p90, count), their
+ratio (the run fails, exit 1, when the median or p90 under abuse is more than twice idle's),
+the abuse's starts by answer, the analyses the worker ran, the CPU of the worker's move and
+analyses nodes, of the engine and of the attacker, and the player's hint times.
 """
 
 from __future__ import annotations
@@ -265,7 +268,8 @@ def stats(gaps: list[float]) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seconds", type=float, default=30.0, help="of each phase")
+    ap.add_argument("--seconds", type=float, default=20.0, help="of each phase")
+    ap.add_argument("--rounds", type=int, default=2, help="idle and abuse phases, in turn")
     ap.add_argument("--games", type=int, default=2, help="AI-vs-AI games played at once")
     ap.add_argument("--flood", type=int, default=4, help="threads flooding review starts")
     ap.add_argument("--concurrency", type=int, default=2, help="the worker's move processes")
@@ -289,24 +293,44 @@ def main() -> int:
             bots = Bots(engine, args.games)
             hints = Hints(engine, hint_game, hint_tokens[hs.to_move()])
             time.sleep(3)  # the first games under way
-            t0 = time.monotonic()
-            time.sleep(args.seconds)
-            t1 = time.monotonic()
-            cpu0, analyses0 = node_cpu(worker), analyses_run(worker)
-            e0, me0 = own_cpu(engine.proc.pid), time.process_time()
+            idle_w: list[tuple[float, float]] = []
+            abuse_w: list[tuple[float, float]] = []
+            cancel_loop: Counter[str] = Counter()
+            flood: Counter[str] = Counter()
+            spent: Counter[str] = Counter()  # CPU seconds during the abuse, analyses run
             ctx = multiprocessing.get_context("spawn")
-            results = ctx.Queue()
-            attacker = ctx.Process(target=attack, args=(
-                engine.address, target.game_id, [target.token(0), target.token(1)], args.flood,
-                args.budget_ms, args.seconds, results))  # fmt: skip
-            attacker.start()
-            counts = results.get(timeout=args.seconds + 120)
-            t2 = time.monotonic()
-            attacker.join(30)
-            cpu1, analyses1 = node_cpu(worker), analyses_run(worker)
-            e1, me1 = own_cpu(engine.proc.pid), time.process_time()
-            idle, abused = stats(bots.between(t0, t1)), stats(bots.between(t1, t2))
+            for _ in range(args.rounds):  # idle and abuse in turn: the machine's drift is shared
+                t0 = time.monotonic()
+                time.sleep(args.seconds)
+                t1 = time.monotonic()
+                idle_w.append((t0, t1))
+                cpu0, analyses0 = node_cpu(worker), analyses_run(worker)
+                e0, me0 = own_cpu(engine.proc.pid), time.process_time()
+                results = ctx.Queue()
+                attacker = ctx.Process(target=attack, args=(
+                    engine.address, target.game_id, [target.token(0), target.token(1)],
+                    args.flood, args.budget_ms, args.seconds, results))  # fmt: skip
+                attacker.start()
+                counts = results.get(timeout=args.seconds + 120)
+                t2 = time.monotonic()
+                attacker.join(30)
+                abuse_w.append((t1, t2))
+                cpu1, analyses1 = node_cpu(worker), analyses_run(worker)
+                e1, me1 = own_cpu(engine.proc.pid), time.process_time()
+                cancel_loop.update(counts["cancel_loop"])
+                flood.update(counts["flood"])
+                spent.update({"attacker": counts["cpu_s"], "analyses_run": analyses1 - analyses0,
+                              "moves_node": cpu1[0] - cpu0[0], "analyses_node": cpu1[1] - cpu0[1],
+                              "engine": e1 - e0, "benchmark": me1 - me0})  # fmt: skip
+            idle = stats([g for w in idle_w for g in bots.between(*w)])
+            abused = stats([g for w in abuse_w for g in bots.between(*w)])
+
+            def hint_times(windows: list[tuple[float, float]]) -> list[float | str]:
+                return [r if isinstance(r, str) else round(r, 2)
+                        for w in windows for r in hints.between(*w)]  # fmt: skip
+
             out.update({
+                "rounds": args.rounds,
                 "seconds": args.seconds,
                 "games": args.games,
                 "flood_threads": args.flood,
@@ -314,18 +338,16 @@ def main() -> int:
                 "abuse": abused,
                 "ratio_median": round(abused["median_s"] / idle["median_s"], 2),
                 "ratio_p90": round(abused["p90_s"] / idle["p90_s"], 2),
-                "cancel_loop": counts["cancel_loop"],
-                "flood": counts["flood"],
-                "attacker_cpu_s": round(counts["cpu_s"], 1),
-                "analyses_run_during_abuse": analyses1 - analyses0,
-                "moves_node_cpu_s": round(cpu1[0] - cpu0[0], 1),
-                "analyses_node_cpu_s": round(cpu1[1] - cpu0[1], 1),
-                "engine_cpu_s": round(e1 - e0, 1),
-                "benchmark_cpu_s": round(me1 - me0, 1),
-                "hints_idle": [r if isinstance(r, str) else round(r, 2)
-                               for r in hints.between(t0, t1)],
-                "hints_abuse": [r if isinstance(r, str) else round(r, 2)
-                                for r in hints.between(t1, t2)],
+                "cancel_loop": dict(cancel_loop),
+                "flood": dict(flood),
+                "attacker_cpu_s": round(spent["attacker"], 1),
+                "analyses_run_during_abuse": int(spent["analyses_run"]),
+                "moves_node_cpu_s": round(spent["moves_node"], 1),
+                "analyses_node_cpu_s": round(spent["analyses_node"], 1),
+                "engine_cpu_s": round(spent["engine"], 1),
+                "benchmark_cpu_s": round(spent["benchmark"], 1),
+                "hints_idle": hint_times(idle_w),
+                "hints_abuse": hint_times(abuse_w),
             })  # fmt: skip
         finally:
             if attacker is not None and attacker.is_alive():
@@ -352,7 +374,7 @@ def main() -> int:
         print(f"flood: {out['flood']}")
         print(f"analyses run during the abuse: {out['analyses_run_during_abuse']}; CPU: moves "
               f"node {out['moves_node_cpu_s']} s, analyses node {out['analyses_node_cpu_s']} s")  # fmt: skip
-        print(f"CPU during the abuse: engine {out['engine_cpu_s']} s, attacker "
+        print(f"CPU during the abused phases: engine {out['engine_cpu_s']} s, attacker "
               f"{out['attacker_cpu_s']} s, this script (bots' watchers, hints) "
               f"{out['benchmark_cpu_s']} s")  # fmt: skip
         print(f"a player's hints (s): idle {out['hints_idle']}, abuse {out['hints_abuse']}")
