@@ -226,9 +226,17 @@ class Flight:
         return sum(not t.done() for t in self.searches.values())
 
     def search_of(self, version: int, budget: int) -> asyncio.Task[epb.DecisionReview] | None:
-        """The running search of the decision at ``version`` with at least ``budget``."""
+        """The search of the decision at ``version`` with at least ``budget``, running or just
+        ended with a rating (not one that failed)."""
         return next(
-            (t for (v, b), t in self.searches.items() if v == version and b >= budget), None
+            (
+                t
+                for (v, b), t in self.searches.items()
+                if v == version
+                and b >= budget
+                and not (t.done() and (t.cancelled() or t.exception() is not None))
+            ),
+            None,
         )
 
 
