@@ -24,7 +24,7 @@ from tests.service import support
 KEYS = "r" * 40
 FIRST_MS = 2500  # the budget of the review that is cut short: its searches outlast the cut
 AGAIN_MS = 200  # the budget of the review asked again (kept ratings of more are used)
-ANALYSES = "ascension.analyses"
+ANALYSES = "ascension.analyses\x06\x169"  # (kombu's list of a review's searches: priority 9)
 
 
 @pytest.fixture(scope="module")
