@@ -1,8 +1,11 @@
 """``ascension-worker``: run an AI worker, probe it, or explain where the sweeper went.
 
 ascension-worker run      the Celery worker on queue ascension.moves (prefork, prefetch 1,
-                          WORKER_CONCURRENCY processes, bots in supervised bot hosts),
-                          metrics on WORKER_METRICS_PORT; the broker must be set
+                          WORKER_CONCURRENCY processes, bots in supervised bot hosts), and
+                          its analyses node on queue ascension.analyses (hints, review
+                          searches: WORKER_ANALYSIS_CONCURRENCY processes at a lower CPU
+                          priority, ai_workers/analysis_node.py); metrics on
+                          WORKER_METRICS_PORT; the broker must be set
                           (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE; neither: exit 2)
 ascension-worker check    exit 0 when this host's worker answers a ping through the broker
                           (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE; neither: exit 2)
@@ -25,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ai_workers import config, heartbeat
+from ai_workers.analysis_node import COMMAND as ANALYSES_NODE
+from ai_workers.analysis_node import AnalysisNode, worker_argv
 
 SWEEPER_NOTE = (
     "ascension-worker sweeper: nothing to run. Stalled AI moves are re-dispatched by the engine "
@@ -139,21 +144,15 @@ def run(cfg: config.WorkerConfig) -> int:
     logging.getLogger("ascension.worker").info("%s", describe_bots())
     node = cfg.node
     heartbeat.start(node, cfg.broker_url)
-    argv = [
-        "worker",
-        "--queues", config.QUEUE,
-        "--pool", "prefork",
-        "--concurrency", str(cfg.concurrency),
-        "--prefetch-multiplier", "1",
-        "--hostname", node,
-        "--loglevel", cfg.log_level,
-        "--without-gossip",
-        "--without-mingle",
-    ]  # fmt: skip
+    analyses = AnalysisNode(cfg, node) if cfg.analysis_concurrency else None
+    if analyses is not None:
+        analyses.start()
     try:
-        app.worker_main(argv)
+        app.worker_main(worker_argv(config.QUEUE, cfg.concurrency, node, cfg.log_level))
     finally:
         tls_stop.set()
+        if analyses is not None:
+            analyses.stop(cfg.time_limit)
         shutil.rmtree(state, ignore_errors=True)
     return 0
 
@@ -239,8 +238,9 @@ def check(cfg: config.WorkerConfig, timeout: float) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ascension-worker", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("run", help="run the Celery worker (queue ascension.moves)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{run,check,sweeper}")
+    sub.add_parser("run", help="run the Celery worker (queue ascension.moves, and its analyses "
+                   "node on ascension.analyses)")  # fmt: skip
     c = sub.add_parser("check", help="exit 0 if this host's worker answers a ping (--local: "
                        "if it writes its heartbeat; the liveness probe)")  # fmt: skip
     c.add_argument("--timeout", type=float, default=3.0, help="seconds to wait (default 3)")
@@ -249,6 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-age", type=float, default=heartbeat.MAX_AGE_SECONDS,
                    help=f"--local: oldest acceptable heartbeat, seconds (default {heartbeat.MAX_AGE_SECONDS:g})")  # fmt: skip
     sub.add_parser("sweeper", help="the sweeper lives in the engine: print so and exit 0")
+    # Started by `run` only (its analyses node), hence no help.
+    a = sub.add_parser(ANALYSES_NODE)
+    a.add_argument("--hostname", required=True)
+    a.add_argument("--parent", type=int, required=True)
     return p
 
 
@@ -278,6 +282,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.local:
             return check_local(cfg, args.max_age)
         return check(cfg, args.timeout)
+    if args.command == ANALYSES_NODE:
+        from ai_workers.analysis_node import run_node
+
+        def prepare() -> None:
+            _mark_dead_children()
+            _setup_telemetry(cfg)
+
+        return run_node(cfg, args.hostname, args.parent, prepare)
     if broker_source() is None:
         return no_broker("run", "name the one the engine sends moves to, e.g. "
                          "CELERY_BROKER_URL=redis://localhost:6379/0 (no default is assumed)")  # fmt: skip

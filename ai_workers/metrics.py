@@ -137,12 +137,20 @@ def _children(pid: int, parents: dict[int, int] | None = None) -> list[int]:
     return [child for child, parent in (parents or _parents()).items() if parent == pid]
 
 
+def _is_analyses_node(pid: int) -> bool:
+    try:
+        return b"analyses-node" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 class PoolCollector(Collector):
     """CPU and memory of the Celery pool's processes and of their bot hosts (the children
     that run the bots, ai_workers/supervisor.py), which do the searching.
 
     The standard ``process_*`` series describe the process serving /metrics, the worker's
-    parent; its children and grandchildren are summed here (Linux only; nothing is exported
+    parent; its pool processes (the moves node's and the analyses node's) and their bot hosts
+    are summed here, with the analyses node's own process (Linux only; nothing is exported
     elsewhere). ``ascension_worker_pool_processes`` counts the pool processes only.
     """
 
@@ -151,21 +159,32 @@ class PoolCollector(Collector):
         self._ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
+    def _usage(self, pid: int) -> tuple[float, int]:
+        """(CPU seconds, resident bytes) of a process; nothing once it has exited."""
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0, 0
+        # utime and stime are fields 14 and 15 of stat, rss (pages) field 24.
+        return (int(fields[11]) + int(fields[12])) / self._ticks, int(fields[21]) * self._page
+
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         if not Path("/proc/self/stat").exists():
             return
         cpu, rss, count = 0.0, 0, 0
         parents = _parents()
         for child in _children(self.pid, parents):
-            for pid in (child, *_children(child, parents)):  # a pool process, its bot host
-                try:
-                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                # utime and stime are fields 14 and 15 of stat, rss (pages) field 24.
-                cpu += (int(fields[11]) + int(fields[12])) / self._ticks
-                rss += int(fields[21]) * self._page
-                count += pid == child
+            # The analyses node (ai_workers/analysis_node.py) is a Celery main process of its
+            # own: its pool processes are its children.
+            node = _is_analyses_node(child)
+            pool = _children(child, parents) if node else [child]
+            for proc in pool:
+                for pid in (proc, *_children(proc, parents)):  # a pool process, its bot host
+                    got = self._usage(pid)
+                    cpu, rss, count = cpu + got[0], rss + got[1], count + (pid == proc)
+            if node:
+                got = self._usage(child)
+                cpu, rss = cpu + got[0], rss + got[1]
         yield GaugeMetricFamily(
             "ascension_worker_pool_processes", "Celery pool processes of this worker", count
         )

@@ -243,6 +243,7 @@ async def serve(
             settings.local_ai_target,
             settings.local_ai_processes,
             message_ttl(settings.ai_stall_seconds) if settings.ai_sweep_seconds > 0 else 0.0,
+            settings.local_analysis_processes,
         ),
         ai_credentials,
     )

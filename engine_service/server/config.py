@@ -210,6 +210,7 @@ OPTIONS: tuple[Option, ...] = (
         "embedded AI",
     ),
     Option("ENGINE_LOCAL_AI_PROCESSES", "local_ai_processes", int, 1, "embedded AI processes"),
+    Option("ENGINE_LOCAL_ANALYSIS_PROCESSES", "local_analysis_processes", int, 1, "embedded processes for hints and review searches"),
     Option(
         "ENGINE_AI_SWEEP_SECONDS", "ai_sweep_seconds", float, 30.0, "AI sweeper period (0 disables)"
     ),
@@ -252,10 +253,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_ANALYSIS_MAX_IN_FLIGHT", "analysis_max_in_flight", int, 32, "analyses one server process waits for at once (0 = no cap)"),
     Option("ENGINE_ANALYSIS_MAX_ITERATIONS", "analysis_max_iterations", int, 0, "search iterations of an analysis (0 = the time budget alone)"),
     Option("ENGINE_ANALYSIS_GRACE_SECONDS", "analysis_grace_seconds", float, 5.0, "waited beyond an analysis's budget for the workers' answer"),
+    Option("ENGINE_REFUSAL_PAUSE_SECONDS", "refusal_pause_seconds", float, 1.0, "how long a hint or review refused by the caller's own limits waits for its answer"),
     # -- game reviews (ReviewGame; docs/bots.md, "Game review") --
     Option("ENGINE_REVIEW_MAX_BUDGET_MS", "review_max_budget_ms", int, 1000, "cap of a ReviewGame search's time per decision (0 = no reviews)"),
     Option("ENGINE_REVIEW_BUDGET_MS", "review_budget_ms", int, 250, "search time per decision of a ReviewGame that asks for none"),
     Option("ENGINE_REVIEW_PER_CALLER", "review_per_caller", int, 1, "reviews in flight per caller: a seat, an admin token, an operator key (0 = no limit)"),
+    Option("ENGINE_REVIEW_PER_MINUTE", "review_per_minute", int, 10, "ReviewGame starts per minute per caller (0 = no limit)"),
     Option("ENGINE_REVIEW_MAX_TOTAL_MS", "review_max_total_ms", int, 600000, "search time the reviews in flight on one server process may still need (0 = no cap)"),
     Option("ENGINE_REVIEW_PARALLEL", "review_parallel", int, 2, "decisions of one review searched at once"),
     Option("REDIS_USERNAME", "redis_username", str, "", "Redis ACL user (if REDIS_URL names none)"),
@@ -296,6 +299,7 @@ class Settings:
     max_pending_calls: int = 20000
     local_ai_target: str = "ai_workers.runner:play_move"
     local_ai_processes: int = 1
+    local_analysis_processes: int = 1
     ai_sweep_seconds: float = 30.0
     ai_stall_seconds: float = 60.0
     ai_max_dispatches: int = 3
@@ -321,9 +325,11 @@ class Settings:
     analysis_max_in_flight: int = 32
     analysis_max_iterations: int = 0
     analysis_grace_seconds: float = 5.0
+    refusal_pause_seconds: float = 1.0
     review_max_budget_ms: int = 1000
     review_budget_ms: int = 250
     review_per_caller: int = 1
+    review_per_minute: int = 10
     review_max_total_ms: int = 600000
     review_parallel: int = 2
     redis_username: str = ""
@@ -388,6 +394,7 @@ class Settings:
             max_in_flight=self.analysis_max_in_flight,
             max_iterations=self.analysis_max_iterations,
             grace_seconds=self.analysis_grace_seconds,
+            refusal_pause=self.refusal_pause_seconds,
         )
 
     def review_settings(self) -> ReviewSettings:
@@ -395,8 +402,10 @@ class Settings:
             max_budget_ms=self.review_max_budget_ms,
             budget_ms=self.review_budget_ms,
             per_caller=self.review_per_caller,
+            per_minute=self.review_per_minute,
             max_total_ms=self.review_max_total_ms,
             parallel=self.review_parallel,
+            refusal_pause=self.refusal_pause_seconds,
         )
 
     @property
@@ -433,6 +442,7 @@ class Settings:
             ("ENGINE_MAX_MESSAGE_BYTES", self.max_message_bytes),
             ("ENGINE_STREAM_MAXLEN", self.stream_maxlen),
             ("ENGINE_LOCAL_AI_PROCESSES", self.local_ai_processes),
+            ("ENGINE_LOCAL_ANALYSIS_PROCESSES", self.local_analysis_processes),
             ("ENGINE_PROCESSES", self.processes),
         ):
             if value < 1:
@@ -581,6 +591,8 @@ class Settings:
                 problems.append(f"{name} must not be negative")
         if not 0 < self.analysis_grace_seconds <= 600:
             problems.append("ENGINE_ANALYSIS_GRACE_SECONDS must be above 0 and at most 600")
+        if not 0 <= self.refusal_pause_seconds <= 10:
+            problems.append("ENGINE_REFUSAL_PAUSE_SECONDS must be 0 to 10")
         problems.extend(self._review_problems())
         return problems
 
@@ -592,6 +604,7 @@ class Settings:
             problems.append(f"ENGINE_REVIEW_BUDGET_MS must be 1 to {MAX_TIME_MS}")
         for name, value in (
             ("ENGINE_REVIEW_PER_CALLER", self.review_per_caller),
+            ("ENGINE_REVIEW_PER_MINUTE", self.review_per_minute),
             ("ENGINE_REVIEW_MAX_TOTAL_MS", self.review_max_total_ms),
         ):
             if value < 0:

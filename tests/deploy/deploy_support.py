@@ -121,6 +121,8 @@ def _worker_env() -> tuple[frozenset[str], dict[str, str]]:
         "WORKER_SLOTS_PER_BOT": str(cfg.slots_per_bot),
         "WORKER_BOT_QUARANTINE_FAILURES": str(cfg.quarantine_failures),
         "WORKER_BOT_QUARANTINE_SECONDS": _format_default(cfg.quarantine_seconds),
+        "WORKER_ANALYSIS_CONCURRENCY": str(cfg.analysis_concurrency),
+        "WORKER_ANALYSIS_NICE": str(cfg.analysis_nice),
     }
     machine_dependent = {"WORKER_CONCURRENCY"}  # the number of CPUs
     unset_by_default = {"CELERY_BROKER_URL_FILE"}  # a file holding the broker URL
@@ -269,6 +271,7 @@ DEPLOYED_WORKER_ENV = frozenset(
         "ENGINE_ADDRESS",
         "WORKER_METRICS_PORT",
         "WORKER_CONCURRENCY",
+        "WORKER_ANALYSIS_CONCURRENCY",
         "LOG_LEVEL",
     }
 )
