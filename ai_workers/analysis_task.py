@@ -1,10 +1,13 @@
 """``ascension.analyze_position``: a seat's analysis on a Celery worker, handed back to the
 engine over gRPC (``SubmitAnalysis``, with the credential that came in the payload).
 
-The engine waits for the answer only until the budget plus its grace: the message expires
-then (Celery's ``expires``, and ``expires_at`` checked here), it is acknowledged on receipt
-and never retried nor delivered again (a late answer is worth nothing), and a failed search
-is reported as such so that the player hears at once instead of at the deadline.
+It runs on the queue ``ascension.analyses``, in the analyses node of ``ascension-worker run``
+(processes of their own, at a lower CPU priority than the moves'). The engine waits for the
+answer only until the budget plus its grace: the message expires when a search started then
+could no longer answer in time (Celery's ``expires``, and ``expires_at`` checked here), it is
+acknowledged on receipt and never retried nor delivered again (a late answer is worth
+nothing), and a failed search is reported as such so that the player hears at once instead of
+at the deadline.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from typing import Any
 from ai_workers import engine_client as ec
 from ai_workers.analysis import analyse_payload
 from ai_workers.celery_app import app
+from ai_workers.config import ANALYSIS_TASK_NAME
 from ai_workers.runner import DEFAULT_ENGINE_ADDRESS
 from engine_service.api.ascension.v1 import engine_pb2
 
 log = logging.getLogger("ascension.worker.analysis")
-TASK_NAME = "ascension.analyze_position"
+TASK_NAME = ANALYSIS_TASK_NAME
 
 
 def reply(payload: dict[str, Any], result: dict[str, Any]) -> engine_pb2.SubmitAnalysisRequest:

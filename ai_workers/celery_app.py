@@ -1,4 +1,5 @@
-"""The Celery app of the AI workers: one queue of move requests, CPU-bound tasks.
+"""The Celery app of the AI workers: a queue of move requests (``ascension.moves``) and one of
+analyses (``ascension.analyses``: hints and review searches), CPU-bound tasks.
 
 Tasks are acknowledged after they ran (``acks_late``), one task is reserved at a time per
 process (prefetch 1), results are not stored. A task whose pool process died or hit its hard
@@ -72,7 +73,10 @@ def make_app(cfg: config.WorkerConfig | None = None) -> Any:
         app.conf.broker_transport = broker.NAME  # (kombu's, repaired for failovers)
     app.conf.update(
         task_default_queue=config.QUEUE,
-        task_routes={config.TASK_NAME: {"queue": config.QUEUE}},
+        task_routes={
+            config.TASK_NAME: {"queue": config.QUEUE},
+            config.ANALYSIS_TASK_NAME: {"queue": config.ANALYSIS_QUEUE},
+        },
         task_acks_late=True,
         task_reject_on_worker_lost=False,
         task_acks_on_failure_or_timeout=True,

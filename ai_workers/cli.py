@@ -1,8 +1,12 @@
 """``ascension-worker``: run an AI worker, probe it, or explain where the sweeper went.
 
 ascension-worker run      the Celery worker on queue ascension.moves (prefork, prefetch 1,
-                          WORKER_CONCURRENCY processes, bots in supervised bot hosts),
-                          metrics on WORKER_METRICS_PORT
+                          WORKER_CONCURRENCY processes, bots in supervised bot hosts), and
+                          its analyses node on queue ascension.analyses (hints, review
+                          searches: WORKER_ANALYSIS_CONCURRENCY processes at a lower CPU
+                          priority, ai_workers/analysis_node.py); metrics on
+                          WORKER_METRICS_PORT; the broker must be set
+                          (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE; neither: exit 2)
 ascension-worker check    exit 0 when this host's worker answers a ping through the broker
                           (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE; neither: exit 2)
 ascension-worker check --local
@@ -19,10 +23,13 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
 from ai_workers import config, heartbeat
+from ai_workers.analysis_node import COMMAND as ANALYSES_NODE
+from ai_workers.analysis_node import AnalysisNode, worker_argv
 from engine_service import redis_urls
 
 SWEEPER_NOTE = (
@@ -121,26 +128,32 @@ def run(cfg: config.WorkerConfig) -> int:
     _mark_dead_children()
     _setup_telemetry(cfg)
     if cfg.metrics_port:
-        _serve_metrics(cfg.metrics_port)
+        try:
+            _serve_metrics(cfg.metrics_port)
+        except OSError as e:  # another worker (or engine) of this host holds it
+            print(f"ascension-worker run: WORKER_METRICS_PORT {cfg.metrics_port}: {e.strerror}; "
+                  "set another port (0 turns the metrics off)", file=sys.stderr)  # fmt: skip
+            shutil.rmtree(state, ignore_errors=True)
+            return 2
+    from ai_workers import client_tls
+    from clients.sdk.tls import TLS
+
+    tls_stop = threading.Event()
+    client_tls.watch(TLS.from_env(), tls_stop)  # checked in main()
     from ai_workers.bots.registry import describe_bots
 
     logging.getLogger("ascension.worker").info("%s", describe_bots())
     node = cfg.node
     heartbeat.start(node, cfg.broker_url)
-    argv = [
-        "worker",
-        "--queues", config.QUEUE,
-        "--pool", "prefork",
-        "--concurrency", str(cfg.concurrency),
-        "--prefetch-multiplier", "1",
-        "--hostname", node,
-        "--loglevel", cfg.log_level,
-        "--without-gossip",
-        "--without-mingle",
-    ]  # fmt: skip
+    analyses = AnalysisNode(cfg, node) if cfg.analysis_concurrency else None
+    if analyses is not None:
+        analyses.start()
     try:
-        app.worker_main(argv)
+        app.worker_main(worker_argv(config.QUEUE, cfg.concurrency, node, cfg.log_level))
     finally:
+        tls_stop.set()
+        if analyses is not None:
+            analyses.stop(cfg.time_limit)
         shutil.rmtree(state, ignore_errors=True)
     return 0
 
@@ -174,22 +187,30 @@ def check_local(cfg: config.WorkerConfig, max_age: float) -> int:
     return 1
 
 
+def broker_source() -> str | None:
+    """The setting that names the broker, or None: then neither ``run`` nor ``check`` uses
+    the default address (whatever Redis happens to listen there, perhaps another project's)."""
+    return next((k for k in config.BROKER_SETTINGS if os.environ.get(k, "").strip()), None)
+
+
+def no_broker(command: str, advice: str) -> int:
+    print(
+        f"ascension-worker {command}: no broker set ({' or '.join(config.BROKER_SETTINGS)}): "
+        f"{advice}",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def check(cfg: config.WorkerConfig, timeout: float) -> int:
     """The worker answers a ping through the broker it is configured with; without a broker
-    setting, exit 2 rather than ping the default address (whatever Redis happens to be
-    there)."""
+    setting, exit 2 rather than ping the default address."""
     from celery import Celery
 
-    source = next(
-        (k for k in config.BROKER_SETTINGS if os.environ.get(k, "").strip()), None
-    )
+    source = broker_source()
     if source is None:
-        print(
-            f"ascension-worker check: no broker set ({' or '.join(config.BROKER_SETTINGS)}): "
-            "set the worker's; `ascension-worker check --local` checks liveness without one",
-            file=sys.stderr,
-        )
-        return 2
+        return no_broker("check", "set the worker's; `ascension-worker check --local` checks "
+                         "liveness without one")  # fmt: skip
     print(f"broker: {heartbeat.redact(cfg.broker_url)} ({source})")
     if "%p" in cfg.node_name:
         nodes = sorted({b.node for b in _local_beats(cfg)})
@@ -220,8 +241,9 @@ def check(cfg: config.WorkerConfig, timeout: float) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ascension-worker", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("run", help="run the Celery worker (queue ascension.moves)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{run,check,sweeper}")
+    sub.add_parser("run", help="run the Celery worker (queue ascension.moves, and its analyses "
+                   "node on ascension.analyses)")  # fmt: skip
     c = sub.add_parser("check", help="exit 0 if this host's worker answers a ping (--local: "
                        "if it writes its heartbeat; the liveness probe)")  # fmt: skip
     c.add_argument("--timeout", type=float, default=3.0, help="seconds to wait (default 3)")
@@ -230,6 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-age", type=float, default=heartbeat.MAX_AGE_SECONDS,
                    help=f"--local: oldest acceptable heartbeat, seconds (default {heartbeat.MAX_AGE_SECONDS:g})")  # fmt: skip
     sub.add_parser("sweeper", help="the sweeper lives in the engine: print so and exit 0")
+    # Started by `run` only (its analyses node), hence no help.
+    a = sub.add_parser(ANALYSES_NODE)
+    a.add_argument("--hostname", required=True)
+    a.add_argument("--parent", type=int, required=True)
     return p
 
 
@@ -244,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
 
         telemetry.tracing_mode()  # ASCENSION_TRACING and LOG_FORMAT are checked here
         telemetry.log_format()
+        if args.command == "run":  # the TLS files to the engine, as the engine checks its own
+            from ai_workers import client_tls
+            from clients.sdk.tls import TLS
+
+            client_tls.check(TLS.from_env())
     except ValueError as e:
         print(f"ascension-worker: configuration error: {e}", file=sys.stderr)
         return 2
@@ -254,6 +285,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.local:
             return check_local(cfg, args.max_age)
         return check(cfg, args.timeout)
+    if args.command == ANALYSES_NODE:
+        from ai_workers.analysis_node import run_node
+
+        def prepare() -> None:
+            _mark_dead_children()
+            _setup_telemetry(cfg)
+
+        return run_node(cfg, args.hostname, args.parent, prepare)
+    if broker_source() is None:
+        return no_broker("run", "name the one the engine sends moves to, e.g. "
+                         "CELERY_BROKER_URL=redis://localhost:6379/0 (no default is assumed)")  # fmt: skip
     return run(cfg)
 
 

@@ -14,6 +14,10 @@ from engine_service.config_checks import broker_url_problem
 
 QUEUE = "ascension.moves"
 TASK_NAME = "ascension.choose_move"
+# Hints and review searches: a queue and Celery processes of their own (ai_workers/cli.py),
+# so that an AI move never waits behind one.
+ANALYSIS_QUEUE = "ascension.analyses"
+ANALYSIS_TASK_NAME = "ascension.analyze_position"
 BROKER_SETTINGS = ("CELERY_BROKER_URL", "CELERY_BROKER_URL_FILE")  # either names the broker
 
 
@@ -74,6 +78,8 @@ class WorkerConfig:
     slots_per_bot: int  # of this node's slots, one plug-in bot may hold; 0 = all but one
     quarantine_failures: int  # misbehaviours in a row after which a bot is not asked (0 = never)
     quarantine_seconds: float  # how long a misbehaving bot is quarantined / held to one slot
+    analysis_concurrency: int = 1  # processes of the analyses node; 0 = no analyses here
+    analysis_nice: int = 10  # their CPU priority below the moves' (os.nice)
 
     @property
     def node(self) -> str:
@@ -109,6 +115,8 @@ def load(env: Mapping[str, str] | None = None) -> WorkerConfig:
         slots_per_bot=_int(env, "WORKER_SLOTS_PER_BOT", 0),
         quarantine_failures=_int(env, "WORKER_BOT_QUARANTINE_FAILURES", 3),
         quarantine_seconds=_float(env, "WORKER_BOT_QUARANTINE_SECONDS", 300.0),
+        analysis_concurrency=_int(env, "WORKER_ANALYSIS_CONCURRENCY", 1),
+        analysis_nice=_int(env, "WORKER_ANALYSIS_NICE", 10),
     )
     problems = []
     if not 0 <= cfg.metrics_port <= 65535:
@@ -136,6 +144,10 @@ def load(env: Mapping[str, str] | None = None) -> WorkerConfig:
         problems.append("WORKER_BOT_QUARANTINE_FAILURES must be 0 (never) or more")
     if cfg.quarantine_seconds < 0:
         problems.append("WORKER_BOT_QUARANTINE_SECONDS must not be negative")
+    if cfg.analysis_concurrency < 0:
+        problems.append("WORKER_ANALYSIS_CONCURRENCY must be 0 (no analyses on this worker) or more")
+    if not 0 <= cfg.analysis_nice <= 19:
+        problems.append("WORKER_ANALYSIS_NICE must be 0 to 19")
     bad_broker = broker_url_problem(cfg.broker_url)  # as the engine checks its own
     if bad_broker:
         problems.append(bad_broker)

@@ -20,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ai_workers.bots.decide import BOT_RAISED, ILLEGAL_ACTION, LOAD_FAILED, NO_RULES_VIEW
-from ai_workers.supervisor import BAD_ANSWER, BOT_DIED, DEADLINE, LOAD_TIMEOUT
+from ai_workers.supervisor import BAD_ANSWER, BOT_DIED, DEADLINE, LOAD_TIMEOUT, QUARANTINED
 
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
@@ -40,7 +40,8 @@ DEAD_LETTER_REASONS = ("worker_lost", "time_limit", "redelivered")
 dead_letters = Counter(
     "ascension_worker_dead_letters_total",
     "move tasks not delivered again: their worker process died (worker_lost), they hit the"
-    " hard time limit (time_limit), or the broker delivered them again (redelivered)",
+    " hard time limit (time_limit), or the broker delivered them again after a worker had"
+    " started them and died (redelivered)",
     ["reason"],
 )
 decision_seconds = Histogram(
@@ -75,7 +76,7 @@ FALLBACK_BOT_RAISED = BOT_RAISED
 FALLBACK_ILLEGAL_ACTION = ILLEGAL_ACTION
 FALLBACK_NO_RULES_VIEW = NO_RULES_VIEW
 # The bot was not asked: quarantined on this worker, or its move was dead-lettered.
-FALLBACK_QUARANTINED = "quarantined"
+FALLBACK_QUARANTINED = QUARANTINED
 FALLBACK_DEAD_LETTER = "dead_letter"
 # The bot host gave no usable answer (ai_workers/supervisor.py).
 SUPERVISOR_REASONS = (DEADLINE, LOAD_TIMEOUT, BOT_DIED, LOAD_FAILED, BAD_ANSWER)
@@ -136,12 +137,20 @@ def _children(pid: int, parents: dict[int, int] | None = None) -> list[int]:
     return [child for child, parent in (parents or _parents()).items() if parent == pid]
 
 
+def _is_analyses_node(pid: int) -> bool:
+    try:
+        return b"analyses-node" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 class PoolCollector(Collector):
     """CPU and memory of the Celery pool's processes and of their bot hosts (the children
     that run the bots, ai_workers/supervisor.py), which do the searching.
 
     The standard ``process_*`` series describe the process serving /metrics, the worker's
-    parent; its children and grandchildren are summed here (Linux only; nothing is exported
+    parent; its pool processes (the moves node's and the analyses node's) and their bot hosts
+    are summed here, with the analyses node's own process (Linux only; nothing is exported
     elsewhere). ``ascension_worker_pool_processes`` counts the pool processes only.
     """
 
@@ -150,21 +159,32 @@ class PoolCollector(Collector):
         self._ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
+    def _usage(self, pid: int) -> tuple[float, int]:
+        """(CPU seconds, resident bytes) of a process; nothing once it has exited."""
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0, 0
+        # utime and stime are fields 14 and 15 of stat, rss (pages) field 24.
+        return (int(fields[11]) + int(fields[12])) / self._ticks, int(fields[21]) * self._page
+
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         if not Path("/proc/self/stat").exists():
             return
         cpu, rss, count = 0.0, 0, 0
         parents = _parents()
         for child in _children(self.pid, parents):
-            for pid in (child, *_children(child, parents)):  # a pool process, its bot host
-                try:
-                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                # utime and stime are fields 14 and 15 of stat, rss (pages) field 24.
-                cpu += (int(fields[11]) + int(fields[12])) / self._ticks
-                rss += int(fields[21]) * self._page
-                count += pid == child
+            # The analyses node (ai_workers/analysis_node.py) is a Celery main process of its
+            # own: its pool processes are its children.
+            node = _is_analyses_node(child)
+            pool = _children(child, parents) if node else [child]
+            for proc in pool:
+                for pid in (proc, *_children(proc, parents)):  # a pool process, its bot host
+                    got = self._usage(pid)
+                    cpu, rss, count = cpu + got[0], rss + got[1], count + (pid == proc)
+            if node:
+                got = self._usage(child)
+                cpu, rss = cpu + got[0], rss + got[1]
         yield GaugeMetricFamily(
             "ascension_worker_pool_processes", "Celery pool processes of this worker", count
         )
@@ -178,3 +198,28 @@ class PoolCollector(Collector):
             "resident memory of the pool processes and bot hosts, summed",
             rss,
         )
+
+
+# TLS (ai_workers/client_tls.py): the same names as the engine's, for the client certificate
+# the pool presents to the engine under mutual TLS (role client). Set by the worker's parent
+# only: the pool processes it forks hold their copy at 0 (prometheus_client's multiprocess
+# values of a forked process start again), hence the gauges' max.
+tls_expiry = Gauge(
+    "ascension_tls_certificate_expiry_timestamp_seconds",
+    "notAfter (Unix time) of the TLS certificate this process serves (role server) or "
+    "presents (role client): the one new connections get",
+    ["role"],
+    multiprocess_mode="livemax",
+)
+tls_reloads = Counter(
+    "ascension_tls_reloads_total",
+    "renewed TLS files taken (result loaded) or refused (result refused: a key not of its "
+    "certificate, an unreadable file; the set in use is kept)",
+    ["role", "result"],
+)
+tls_refused = Gauge(
+    "ascension_tls_files_refused",
+    "1 while the TLS files on disk differ from those in use and cannot be used",
+    ["role"],
+    multiprocess_mode="livemax",
+)

@@ -235,13 +235,13 @@ def _decide(
     a bot's overrun or death is recorded against it on this node."""
     cfg = worker_config()
     records = bot_records()
-    why = DEAD_LETTER if fallback_only else ""
-    if not why and records.quarantined(settings.name):
-        why = QUARANTINED
-    if why:
+    if fallback_only:
         start = time.perf_counter()
         action = fallback_action(view, legal)
-        return Decision(action, settings.name, time.perf_counter() - start, why)
+        return Decision(action, settings.name, time.perf_counter() - start, DEAD_LETTER)
+    quarantined = supervisor.quarantine_fallback(records, view, legal, settings)
+    if quarantined is not None:
+        return quarantined
     # The slot is held for the decision only: the submit that follows may bring the next
     # move of the same bot at once, on another process, which must find the slot free.
     slot = records.acquire(settings.name)
@@ -260,16 +260,5 @@ def _decide(
                         settings.name, where)  # fmt: skip
             action = fallback_action(view, legal)
             d = Decision(action, settings.name, time.perf_counter() - start, supervisor.DEADLINE)
-    if d.fallback in supervisor.MISBEHAVIOUR:
-        r = records.misbehaved(settings.name)
-        if records.quarantined(settings.name):
-            log.warning(
-                "bot %r misbehaved %d times in a row: quarantined on this worker for %.0fs "
-                "(its seats play the fallback move)",
-                settings.name,
-                r.failures,
-                records.quarantine_seconds,
-            )
-    elif not d.fallback:
-        records.behaved(settings.name)
+    supervisor.record_outcome(records, d)
     return d

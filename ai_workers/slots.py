@@ -37,6 +37,7 @@ STATE_DIR_ENV = "ASCENSION_WORKER_STATE_DIR"
 class Record:
     failures: int = 0  # misbehaviours in a row
     last: float = 0.0  # wall-clock time of the latest one
+    cause: str = ""  # the latest one's fallback reason ("deadline: no answer within 6.0s")
 
 
 class Slot:
@@ -87,15 +88,15 @@ class BotRecords:
             return self._memory.get(bot, Record())
         try:
             raw = json.loads((self.directory / f"{self._key(bot)}.json").read_text())
-            return Record(int(raw["failures"]), float(raw["last"]))
+            return Record(int(raw["failures"]), float(raw["last"]), str(raw.get("cause", "")))
         except (OSError, ValueError, KeyError, TypeError):
             return Record()
 
-    def _update(self, bot: str, misbehaved: bool) -> Record:
+    def _update(self, bot: str, misbehaved: bool, cause: str = "") -> Record:
         now = time.time()
         if self.directory is None:
             old = self._memory.get(bot, Record())
-            new = Record(old.failures + 1, now) if misbehaved else Record(0, old.last)
+            new = Record(old.failures + 1, now, cause) if misbehaved else Record(0, old.last)
             self._memory[bot] = new
             return new
         key = self._key(bot)
@@ -103,17 +104,21 @@ class BotRecords:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)
             old = self.record(bot)
-            new = Record(old.failures + 1, now) if misbehaved else Record(0, old.last)
+            new = Record(old.failures + 1, now, cause) if misbehaved else Record(0, old.last)
             if new != old:
                 tmp = self.directory / f"{key}.json.{os.getpid()}"
-                tmp.write_text(json.dumps({"failures": new.failures, "last": new.last}))
+                tmp.write_text(
+                    json.dumps({"failures": new.failures, "last": new.last, "cause": new.cause})
+                )
                 tmp.replace(self.directory / f"{key}.json")
             return new
         finally:
             os.close(lock)
 
-    def misbehaved(self, bot: str) -> Record:
-        return self._update(bot, True)
+    def misbehaved(self, bot: str, cause: str = "") -> Record:
+        """One more misbehaviour of ``bot`` in a row; ``cause`` is its fallback reason (the
+        reason a quarantine gives with it)."""
+        return self._update(bot, True, cause)
 
     def behaved(self, bot: str) -> None:
         if self.record(bot).failures:
@@ -201,3 +206,9 @@ def records(
     if r is None:  # the directory cannot be made: keep records in the process
         r = _records = BotRecords(None, *wanted)
     return r
+
+
+def forget_records() -> None:
+    """Drop this process's records (kept in the process when there is no directory)."""
+    global _records
+    _records = None

@@ -14,8 +14,8 @@ Past either, the host's whole process group is killed with SIGKILL (a bot that s
 ignores signals or swallows ``SoftTimeLimitExceeded`` cannot outlast it) and
 :class:`BotFailed` is raised: the caller plays the fallback move itself. A host that exits
 (``os._exit``, a crash) raises the same. Bot code thus never blocks nor kills the worker
-process. The host dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and a watchdog thread
-that notices being orphaned), so a lost worker leaves no bot behind.
+process. The host dies with its parent (``engine_service/lifeline.py``: ``PR_SET_PDEATHSIG``
+on Linux, and a thread that notices being orphaned), so a lost worker leaves no bot behind.
 
 Protocol: each message is a 4-byte big-endian length and a JSON object, one request then one
 answer. ``{"op": "load", "bot": name}`` -> ``{"ok": true}`` or ``{"ok": false, "error": ...}``;
@@ -35,7 +35,6 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -52,15 +51,22 @@ from ai_workers.bots.decide import (
 )
 from ai_workers.bots.registry import load_bot
 from ai_workers.bots.settings import BotSettings
+from ai_workers.bots.specs import load_spec
+from ai_workers.slots import BotRecords
 from engine_service import rules
+from engine_service.lifeline import die_with_parent
 
 log = logging.getLogger("ascension.worker.supervisor")
 decide_log = logging.getLogger("ascension.worker.decide")
 
 MAX_FRAME = 64 * 1024 * 1024
 PARENT_ENV = "ASCENSION_BOT_HOST_PARENT"
+SPECS_ENV = "ASCENSION_BOT_HOST_SPECS"  # "1": bot names are specs with options (benchmarks)
 # Why a decision got no answer from the bot (with decide's own reasons: the bot raised, ...).
 DEADLINE, LOAD_TIMEOUT, BOT_DIED, BAD_ANSWER = "deadline", "load_timeout", "bot_died", "bad_answer"
+# The bot was not asked: it misbehaved too often in a row lately (the reason's detail is the
+# latest misbehaviour's own reason: "quarantined: deadline: no answer within 6.0s").
+QUARANTINED = "quarantined"
 # The fallbacks that are the bot's doing count as misbehaviour (ai_workers/slots.py: in a row,
 # quarantine; lately, one slot): overruns and crashes, which cost time, and bots that raise,
 # fail to load or answer nonsense on every decision, which would log a traceback each time.
@@ -163,9 +169,10 @@ def _write_all(fd: int, data: bytes, deadline: float) -> None:
 class BotHost:
     """One bot host process, started on demand; not thread-safe (one decision at a time)."""
 
-    def __init__(self, load_seconds: float, log_level: str = "INFO") -> None:
+    def __init__(self, load_seconds: float, log_level: str = "INFO", specs: bool = False) -> None:
         self.load_seconds = load_seconds
         self.log_level = log_level
+        self.specs = specs  # bot names are specs (``name:option=value``): benchmarks' bots
         self._proc: subprocess.Popen[bytes] | None = None
         self._loaded: set[str] = set()
         self.started = 0  # hosts started by this object (a restart after a kill counts)
@@ -177,6 +184,7 @@ class BotHost:
     def _start(self) -> subprocess.Popen[bytes]:
         env = {k: v for k, v in os.environ.items() if not secret_name(k)}
         env.update({PARENT_ENV: str(os.getpid()), "LOG_LEVEL": self.log_level})
+        env[SPECS_ENV] = "1" if self.specs else ""
         # Its own process group, so that a kill reaches whatever the bot started too.
         proc = subprocess.Popen(
             [sys.executable, "-m", "ai_workers.supervisor"],
@@ -238,11 +246,18 @@ class BotHost:
         """A live host with ``bot`` loaded, within the load allowance."""
         if self._proc is not None and self._proc.poll() is not None:
             self.close()  # died between decisions
-        if self._proc is None:
+        fresh = self._proc is None
+        if fresh:
             self._start()
         if bot in self._loaded:
             return
         reply = self._ask({"op": "load", "bot": bot}, self.load_seconds, LOAD_TIMEOUT)
+        if not reply.get("ok") and not fresh:
+            # Installed since this process started? (an editable install's path is read
+            # only when a process starts): once more, in a new one.
+            self.close()
+            self._start()
+            reply = self._ask({"op": "load", "bot": bot}, self.load_seconds, LOAD_TIMEOUT)
         if not reply.get("ok"):
             raise BotFailed(LOAD_FAILED, str(reply.get("error", "unknown error")))
         self._loaded.add(bot)
@@ -342,6 +357,40 @@ def supervised_decide(
     )
 
 
+def quarantine_fallback(
+    records: BotRecords, view: rules.View | None, legal: list[int], settings: BotSettings
+) -> Decision | None:
+    """The fallback move a quarantined bot's seat gets at once, saying why the bot is
+    quarantined; None when the bot may be asked."""
+    if not records.quarantined(settings.name):
+        return None
+    start = time.perf_counter()
+    action = fallback_action(view, legal)
+    cause = records.record(settings.name).cause
+    return Decision(action, settings.name, time.perf_counter() - start, QUARANTINED,
+                    detail=cause)  # fmt: skip
+
+
+def record_outcome(records: BotRecords, d: Decision, where: str = "on this worker") -> None:
+    """Count a decision of the bot's for or against it: a misbehaviour (with its reason, the
+    cause a quarantine will give) or a good answer, which clears the count. Logs the
+    quarantine, with how many misbehaviours in a row led to it and the latest one."""
+    if d.fallback in MISBEHAVIOUR:
+        r = records.misbehaved(d.bot, d.fallback_text)
+        if records.quarantined(d.bot):
+            decide_log.warning(
+                "bot %r misbehaved %d times in a row: quarantined %s for %.0fs "
+                "(its seats play the fallback move; the latest: %s)",
+                d.bot,
+                r.failures,
+                where,
+                records.quarantine_seconds,
+                r.cause,
+            )
+    elif not d.fallback:
+        records.behaved(d.bot)
+
+
 _host: BotHost | None = None
 
 
@@ -361,30 +410,12 @@ def host(load_seconds: float, log_level: str = "INFO") -> BotHost:
 # ---- the host process ------------------------------------------------------------------------
 
 
-def _die_with_parent(parent: int) -> None:
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    if parent and os.getppid() != parent:
-        os._exit(1)
-
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    if parent:
-        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
+    load = load_spec if os.environ.get(SPECS_ENV) == "1" else load_bot
     if op == "load":
         try:
-            load_bot(str(request["bot"]))
+            load(str(request["bot"]))
         except Exception as e:
             log_failure(str(request.get("bot")), e, "failed to load")
             return {"ok": False, "error": f"{type(e).__name__}: {e}"}
@@ -392,7 +423,7 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
     if op == "choose":
         view = rules.View.deserialize(base64.b64decode(request["view"]))
         settings = BotSettings.from_payload(request["settings"])
-        d = decide(view, [int(a) for a in request["legal"]], settings)
+        d = decide(view, [int(a) for a in request["legal"]], settings, load)
         return {
             "action": d.action,
             "fallback": d.fallback,
@@ -410,7 +441,9 @@ def serve() -> int:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)  # a bot's print() lands in the worker's log, not in the protocol
-    _die_with_parent(int(os.environ.get(PARENT_ENV, "0") or 0))
+    parent = int(os.environ.get(PARENT_ENV, "0") or 0)
+    if parent:
+        die_with_parent(parent)  # SIGKILL: a lost worker leaves no bot behind
     logging.basicConfig(
         level=os.environ.get("LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(levelname)s %(name)s [bot host %(process)d]: %(message)s",

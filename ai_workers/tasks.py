@@ -11,8 +11,9 @@
   (``ascension_worker_dead_letters_total``), logs it at WARNING and sends the move once more
   as *fallback-only* (the bot is not asked). A fallback-only move that dies too is dropped:
   the engine plays its own fallback after ``ENGINE_AI_MAX_DISPATCHES`` dispatches. A message
-  the broker delivers again (its worker was lost with it unacknowledged) is dead-lettered the
-  same way when it arrives and plays the fallback.
+  the broker delivers again is dead-lettered the same way when it arrives, and plays the
+  fallback, only if a worker had started it and never finished (``ai_workers/handoff.py``):
+  the moves a worker hands back when it shuts down cleanly (a restart) are played as usual.
 - Every message this worker publishes (retries, deferrals, fallback-only moves) carries a
   ``kwargsrepr`` without the seat token.
 """
@@ -26,7 +27,7 @@ from typing import Any
 from celery import signals
 from celery.exceptions import TimeLimitExceeded, WorkerLostError
 
-from ai_workers import metrics, runner
+from ai_workers import handoff, metrics, runner
 from ai_workers.celery_app import app
 from ai_workers.config import QUEUE, TASK_NAME
 from ai_workers.engine_client import TransientEngineError
@@ -36,6 +37,8 @@ _cfg = app.conf.worker_config
 DEFER_SECONDS = 1.0  # a capped bot's move comes back after 1-2 s
 DEFERRED = runner.DEFERRED
 WORKER_LOST, TIME_LIMIT, REDELIVERED = metrics.DEAD_LETTER_REASONS
+# A start mark outlives the broker's redelivery of its message and the task's time limit.
+starts = handoff.Starts(app, _cfg.visibility_timeout + _cfg.time_limit + 60)
 
 
 def bot_name(payload: dict[str, Any]) -> str:
@@ -73,7 +76,7 @@ def dead_letter(payload: dict[str, Any], task_id: str, reason: str) -> bool:
         else "it was already the fallback: the engine plays its own after its re-dispatches",
     )
     if bot and reason != REDELIVERED:
-        runner.bot_records().misbehaved(bot)
+        runner.bot_records().misbehaved(bot, f"{runner.DEAD_LETTER}: {reason}")
     return again
 
 
@@ -95,16 +98,28 @@ def choose_move(self: Any, **payload: Any) -> str:
     request = self.request
     redelivered = bool((request.delivery_info or {}).get("redelivered"))
     if redelivered and not payload.get("fallback_only"):
-        dead_letter(payload, request.id, REDELIVERED)
-        payload = {**payload, "fallback_only": True}
+        if starts.started(request.id) is False:
+            log.info("move %s of game %s v%s delivered again without having started (handed "
+                     "back by a worker that stopped): played as usual", request.id,
+                     payload.get("game_id"), payload.get("version"))  # fmt: skip
+        else:  # started and never finished (its worker died), or the broker cannot say
+            dead_letter(payload, request.id, REDELIVERED)
+            payload = {**payload, "fallback_only": True}
     try:
-        return runner.play_move(**payload)
+        with starts.running(request.id):
+            return runner.play_move(**payload)
     except runner.BotBusy as busy:
         log.info("%s: move of game %s v%s deferred", busy, payload.get("game_id"),
                  payload.get("version"))  # fmt: skip
         publish(payload, request.id, DEFER_SECONDS * (1 + random.random()))
         metrics.outcomes.labels(DEFERRED).inc()
         return DEFERRED
+
+
+@signals.worker_process_init.connect  # type: ignore[untyped-decorator]
+def _pool_process_started(**_: Any) -> None:
+    """A SIGTERM to the whole process group stops the worker warm, its moves finished."""
+    handoff.take_sigterm_from_the_worker_only()
 
 
 @signals.before_task_publish.connect  # type: ignore[untyped-decorator]

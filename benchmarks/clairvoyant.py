@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ai_workers.bots.arena import wilson
+from ai_workers.arena import wilson
 from ai_workers.bots.ismcts import parse_options, search
 from ai_workers.bots.registry import load_bot
 from ai_workers.bots.settings import BotSettings

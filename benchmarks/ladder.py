@@ -16,7 +16,7 @@ gives fewer iterations on a busy machine).
 ``--pooled`` plays nothing: it fits the games of earlier runs together (each file holds a
 run's output, whose last line is its ``--json`` object), e.g. runs on other deals.
 
-A bot is a spec ``name[@budget][:option=value]...`` (``ai_workers/bots/arena.py``). The
+A bot is a spec ``name[@budget][:option=value]...`` (``ai_workers/bots/specs.py``). The
 default, 40 games per pair of the five bots, takes about 2 hours on 2 busy cores (the 1 s
 bot thinks for a minute a game); ``--max-minutes`` bounds it (only whole deals count).
 """
@@ -34,9 +34,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ai_workers.bots.arena import Result, matches, parse_spec, run_matches, wilson
+from ai_workers.arena import Result, check_specs, matches, run_matches, wilson
 from ai_workers.bots.rating import Rating, fit
-from ai_workers.bots.registry import load_bot
+from clients.bots_runner import fallback_note, mostly_fallbacks
 
 DEFAULT_BOTS = "random,heuristic,expert,ismcts@100ms,ismcts@1s"
 
@@ -67,13 +67,29 @@ def pair_rows(pairs: list[tuple[str, str]], results: list[Result]) -> list[dict[
     return rows
 
 
+def fallbacks_by_bot(results: list[Result]) -> dict[str, tuple[int, int, str]]:
+    """Per bot: (fallback moves, decisions, the latest fallback's reason)."""
+    out: dict[str, tuple[int, int, str]] = {}
+    for m, g in results:
+        for q, st in enumerate(g.stats):
+            who = m.a if q == m.a_seat else m.b
+            f, d, latest = out.get(who, (0, 0, ""))
+            out[who] = (f + st.fallbacks, d + st.decisions, st.last_fallback or latest)
+    return out
+
+
 def _elo(p: float) -> float:
     p = min(max(p, 1e-3), 1 - 1e-3)
     return 400.0 * math.log10(p / (1 - p))
 
 
 def print_report(
-    ratings: list[Rating], rows: list[dict[str, Any]], bots: list[str], elapsed: float, args: Any
+    ratings: list[Rating],
+    rows: list[dict[str, Any]],
+    bots: list[str],
+    elapsed: float,
+    args: Any,
+    fallbacks: dict[str, tuple[int, int, str]] | None = None,
 ) -> None:
     print(f"\nLadder: 2 players, sets {args.sets}, deals from seed {args.seed} each played from "
           f"both seats; {elapsed / 60:.1f} min on {args.workers} processes")  # fmt: skip
@@ -82,9 +98,19 @@ def print_report(
     print(
         f"{'rank':>4s}  {'bot':24s} {'Elo':>6s}  {'95% interval':>15s}  {'games':>5s} {'score':>6s}"
     )
+    fallbacks = fallbacks or {}
     for k, rt in enumerate(ratings, 1):
-        print(f"{k:4d}  {rt.name:24s} {rt.elo:6.0f}  [{rt.ci95[0]:5.0f}, {rt.ci95[1]:5.0f}]  "
+        f, d, _ = fallbacks.get(rt.name, (0, 0, ""))
+        elo, ci = f"{rt.elo:6.0f}", f"[{rt.ci95[0]:5.0f}, {rt.ci95[1]:5.0f}]"
+        if mostly_fallbacks(f, d):  # the fallback's rating, not the bot's
+            elo, ci = f"{'—':>6s}", f"{'—':>15s}"
+        elif f:
+            elo += " (!)"
+        print(f"{k:4d}  {rt.name + (' (!)' if f else ''):24s} {elo}  {ci}  "
               f"{rt.games:5d} {rt.score / max(1, rt.games):6.1%}")  # fmt: skip
+    for name, (f, d, latest) in sorted(fallbacks.items()):
+        if f:
+            print(f"  (!) {fallback_note(name, f, d, latest, 'rating')}")
     print(f"\n{'A vs B':36s} {'games':>5s} {'A wins':>6s} {'rate':>6s}  {'95% CI':>16s}  "
           f"{'Elo diff':>8s}  search it/s")  # fmt: skip
     for r in rows:
@@ -163,8 +189,7 @@ def main() -> None:
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
     if len(bots) < 2:
         ap.error("--bots needs at least two bots")
-    for b in bots:
-        load_bot(parse_spec(b).name)
+    check_specs(bots)  # fail early on an unknown name
     if args.anchor not in bots:
         args.anchor = bots[0]
     pairs = [(bots[i], bots[j]) for i in range(len(bots)) for j in range(i + 1, len(bots))]
@@ -184,13 +209,17 @@ def main() -> None:
     elapsed = time.time() - t0
     ratings = fit(results_for_fit(results), anchor=args.anchor, anchor_rating=args.anchor_rating)
     rows = pair_rows(pairs, results)
-    print_report(ratings, rows, bots, elapsed, args)
+    fallbacks = fallbacks_by_bot(results)
+    print_report(ratings, rows, bots, elapsed, args, fallbacks)
     if args.json:
         print(json.dumps({
             "benchmark": "ladder", "sets": args.sets, "deals": deals, "first_seed": args.seed,
             "workers": args.workers, "elapsed_s": round(elapsed, 1), "anchor": args.anchor,
             "ratings": [{"bot": r.name, "elo": r.elo, "ci95": list(r.ci95), "games": r.games,
-                         "score": r.score} for r in ratings],
+                         "score": r.score, "fallbacks": fallbacks.get(r.name, (0, 0, ""))[0],
+                         "decisions": fallbacks.get(r.name, (0, 0, ""))[1],
+                         "own": not mostly_fallbacks(*fallbacks.get(r.name, (0, 0, ""))[:2])}
+                        for r in ratings],
             "pairs": rows,
         }))  # fmt: skip
 

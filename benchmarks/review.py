@@ -127,7 +127,8 @@ def main() -> int:
     common = {"LOG_LEVEL": "WARNING", "ENGINE_ANALYSIS_GRACE_SECONDS": "30"}
     print("local pool", flush=True)
     e = support.start_engine(ENGINE_AI_DISPATCH="local",
-                             ENGINE_LOCAL_AI_PROCESSES=str(args.processes), **common)  # fmt: skip
+                             ENGINE_LOCAL_AI_PROCESSES=str(args.processes),
+                             ENGINE_LOCAL_ANALYSIS_PROCESSES=str(args.processes), **common)  # fmt: skip
     try:
         results["local"] = measure(e, e.proc.pid, False, args.games, args.budget_ms, "local")
     finally:

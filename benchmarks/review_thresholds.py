@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ai_workers.analysis import analyse_view  # noqa: E402
-from ai_workers.bots.arena import make_bot, parse_spec  # noqa: E402
 from ai_workers.bots.settings import BotSettings  # noqa: E402
+from ai_workers.bots.specs import make_bot, parse_spec  # noqa: E402
 from engine_service import rules  # noqa: E402
 from engine_service.api.ascension.v1 import engine_pb2 as epb  # noqa: E402
 from engine_service.server import review  # noqa: E402

@@ -15,7 +15,7 @@ and 95% at 1 s, ``heuristic`` beats ``random`` in 90%, ``expert`` beats ``heuris
 60%; 3 and 4 players: ``ismcts`` wins twice its fair share against ``heuristic`` bots.
 
 A player is a spec ``name[@budget][:option=value]...`` (``ismcts@1s``,
-``ismcts:backup=paranoid``): see ``ai_workers/bots/arena.py``. Variants of one bot compared
+``ismcts:backup=paranoid``): see ``ai_workers/bots/specs.py``. Variants of one bot compared
 in one run meet the same deals at the same time, so machine load weighs on them alike.
 
     python benchmarks/strength.py [--players N] [--bots A,B,...] [--vs B | --all-pairs]
@@ -53,20 +53,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ai_workers.bots.arena import (
-    BotSpec,
+from ai_workers.arena import (
     GameRecord,
     Match,
     Result,
     SeatStats,
+    check_specs,
     matches,
-    parse_spec,
     run_matches,
     wilson,
 )
-from ai_workers.bots.registry import load_bot
 from ai_workers.bots.settings import DEFAULT_EXPLORATION
-from clients.bots_runner import fallback_note
+from ai_workers.bots.specs import BotSpec, parse_spec
+from clients.bots_runner import fallback_note, mostly_fallbacks
 
 
 def target(a: BotSpec, b: BotSpec, players: int, budget_ms: int) -> float | None:
@@ -178,7 +177,7 @@ def fallback_lines(rows: list[dict[str, Any]]) -> list[str]:
         for side, decisions in (("a", r["decisions_a"]), ("b", r["decisions_b"])):
             if r[f"fallbacks_{side}"]:
                 note = fallback_note(r[side], r[f"fallbacks_{side}"], decisions,
-                                     r[f"last_fallback_{side}"], "decisions")  # fmt: skip
+                                     r[f"last_fallback_{side}"])  # fmt: skip
                 lines.append(f"  (!) {r['a']} vs {r['b']}: {note}")
     return lines
 
@@ -225,6 +224,12 @@ def summarize(
             "decisions_b": sum(x.decisions for x in st_b),
             "fallbacks_b": sum(x.fallbacks for x in st_b), "last_fallback_b": latest(st_b),
         })  # fmt: skip
+        row = out[-1]
+        # Mostly fallback moves: the rate is the fallback policy's, not A's (or not against B)
+        row["own_a"] = not mostly_fallbacks(row["fallbacks_a"], dec)
+        row["own_b"] = not mostly_fallbacks(row["fallbacks_b"], row["decisions_b"])
+        if not (row["own_a"] and row["own_b"]) and tgt is not None:
+            row["meets_target"] = None
         if args.replays > 1:
             out[-1]["loss_spread"] = loss_spread(rs, args.replays)
     return out
@@ -247,9 +252,17 @@ def print_table(
         tgt = r["target"]
         verdict = "" if tgt is None else (
             f">= {tgt:.0%}: {'met' if r['meets_target'] else 'not met'} (lower end {lo:.1%})")  # fmt: skip
+        rate, ci, ratio = f"{r['win_rate']:.1%}", f"[{lo:6.1%}, {hi:6.1%}]", f"{r['share_ratio']:.2f}"
+        if not r["own_a"]:  # no figure of A's own: a dash (the (!) line below says why)
+            rate, ci, ratio = "—", "—", "—"
+            verdict = "" if tgt is None else "not judged: fallback moves"
+        elif r["fallbacks_a"] or r["fallbacks_b"]:
+            rate += " (!)"  # some fallback moves: the figure marked
+            if not r["own_b"] and tgt is not None:
+                verdict = f"not judged: {r['b']} played fallback moves"
         print(f"{r['a'] + ' vs ' + r['b']:38s} {r['games']:5d} {r['wins_a']:5d} "
-              f"{r['win_rate']:8.1%} {r['fair_share']:5.0%}  [{lo:6.1%}, {hi:6.1%}]  "
-              f"{r['share_ratio']:6.2f} {r['iterations_per_s_a']:6.0f} "
+              f"{rate:>8s} {r['fair_share']:5.0%}  {ci:>16s}  "
+              f"{ratio:>6s} {r['iterations_per_s_a']:6.0f} "
               f"{r['mean_iterations_per_search_a']:7.0f}  {verdict}")  # fmt: skip
     for r in rows:
         pos = ", ".join(f"{w}/{g}" for w, g in zip(r["wins_a_by_turn_order"],
@@ -266,10 +279,18 @@ def print_table(
                   f"{spread['losses']} losses in positions lost in most replays")  # fmt: skip
     for line in fallback_lines(rows):
         print(line)
+    by_pair = {(r["a"], r["b"]): r for r in rows}
     for p in pairings:
         print(f"  {p['a']} against {p['baseline']} on the same {p['games']} games vs {p['b']}: "
               f"won {p['gained']} it lost, lost {p['lost']} it won (sign test p = "
               f"{p['p_value']:.3f}); margin {p['mean_margin_gain']:+.2f} Honor a game")  # fmt: skip
+        for who, row in ((p["baseline"], by_pair.get((p["baseline"], p["b"]))),
+                         (p["a"], by_pair.get((p["a"], p["b"])))):  # fmt: skip
+            if row is not None and row["fallbacks_a"]:
+                share = row["fallbacks_a"] / max(1, row["decisions_a"])
+                print(f"  (!) {p['a']} against {p['baseline']}: {who} played fallback moves on "
+                      f"{share:.0%} of its decisions (latest: {row['last_fallback_a']}): the "
+                      f"comparison is with the fallback's play, not {who}'s")  # fmt: skip
 
 
 def main() -> None:
@@ -299,8 +320,7 @@ def main() -> None:
     if args.players > 4 and args.sets == "ss":
         ap.error("5-6 players need Curse of the Golden Isles (--sets cotgi or both)")
     bots = [b.strip() for b in args.bots.split(",") if b.strip()]
-    for b in [*bots, args.vs] if args.vs else bots:
-        load_bot(parse_spec(b).name)  # fail early on an unknown name
+    check_specs([*bots, args.vs] if args.vs else bots)  # fail early on an unknown name
     if args.vs:
         pairs = [(b, args.vs.strip()) for b in bots]
     elif len(bots) < 2:

@@ -5,9 +5,12 @@ Every seat of each game is an AI seat; the bots take turns in the seats (game i 
 concurrently (``parallel``); each is followed with WatchGame until it ends.
 
 A seat's fallback moves (its bot failed and the worker, or the engine, played a legal move
-instead: ``SeatInfo.fallback_moves``) are counted per bot; a bot with any gets a line saying
-that its results are not its own strength (:func:`fallback_note`, which
-``benchmarks/strength.py`` prints too).
+instead: ``SeatInfo.fallback_moves``) are counted per bot, against the bot's decisions: its
+moves less the forced ones (``GameUpdate.forced``: the only legal action, which no bot is asked
+for). A bot with any gets a line saying that its results are not its own strength
+(:func:`fallback_note`, which ``benchmarks/strength.py`` prints too), and its win rate is
+marked in its row, or not shown when most of its decisions were fallback moves
+(:func:`win_rate_text`).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class GameResult:
     seconds: float = 0.0
     error: str = ""
     moves: list[int] = field(default_factory=list)  # actions of each seat
+    forced: list[int] = field(default_factory=list)  # of them, its only legal action
     fallbacks: list[int] = field(default_factory=list)  # fallback moves of each seat
     last_fallback: list[str] = field(default_factory=list)  # the latest one's reason
 
@@ -74,7 +78,8 @@ def play_one(client: Client, cfg: BotsConfig, index: int) -> GameResult:
         game = client.create_game(seats, sets=cfg.sets, seed=seed)
     except AscensionError as e:
         return GameResult(index, "", seating, error=str(e))
-    result = GameResult(index, game.game_id, seating, moves=[0] * len(seating))
+    result = GameResult(index, game.game_id, seating, moves=[0] * len(seating),
+                        forced=[0] * len(seating))  # fmt: skip
     watch = client.watch(game.game_id, after_version=0)
     dog = _Watchdog(watch.cancel, cfg.game_timeout_s, cfg.stall_timeout_s)
     try:
@@ -83,6 +88,7 @@ def play_one(client: Client, cfg: BotsConfig, index: int) -> GameResult:
             result.updates = update.version - 1
             if 0 <= update.seat < len(seating):
                 result.moves[update.seat] += 1
+                result.forced[update.seat] += update.forced
             if update.over:
                 break
         view = client.get_view(game.game_id)
@@ -161,6 +167,7 @@ class BotStats:
     honor: int = 0
     margin: int = 0  # own score minus the best other score, summed
     moves: int = 0
+    forced: int = 0  # moves that were the seat's only legal action: not the bot's decisions
     fallbacks: int = 0  # moves played by the fallback instead of the bot
     last_fallback: str = ""
 
@@ -168,13 +175,36 @@ class BotStats:
     def win_rate(self) -> float:
         return self.wins / self.seats if self.seats else 0.0
 
+    @property
+    def decisions(self) -> int:
+        """Moves the bot was asked for (or the fallback played instead)."""
+        return self.moves - self.forced
 
-def fallback_note(bot: str, fallbacks: int, moves: int, latest: str, unit: str = "moves") -> str:
-    """The line a bot with fallback moves gets under a results table (here and in
-    benchmarks/strength.py)."""
+
+def mostly_fallbacks(fallbacks: int, decisions: int) -> bool:
+    """Most of a bot's decisions were fallback moves: its results are the fallback's."""
+    return fallbacks > 0 and 2 * fallbacks >= decisions
+
+
+def win_rate_text(rate: str, fallbacks: int, decisions: int) -> str:
+    """A results table's win rate cell: a dash when most of the bot's decisions were fallback
+    moves, the rate marked "(!)" when some were (the note under the table says how many)."""
+    if mostly_fallbacks(fallbacks, decisions):
+        return "—"
+    return f"{rate} (!)" if fallbacks else rate
+
+
+def fallback_note(
+    bot: str, fallbacks: int, decisions: int, latest: str, withheld: str = "win rate"
+) -> str:
+    """The line a bot with fallback moves gets under a results table (here, in
+    benchmarks/strength.py and, ``withheld`` "rating", in benchmarks/ladder.py)."""
+    share = fallbacks / decisions if decisions else 1.0
+    no_rate = f"; no {withheld} is shown for it" if mostly_fallbacks(fallbacks, decisions) else ""
     return (
-        f"{bot}: {fallbacks} of its {moves} {unit} were fallback moves (latest: {latest}), "
-        f"played because the bot failed: these results are not {bot}'s own strength"
+        f"{bot}: {fallbacks} of its {decisions} decisions ({share:.0%}) were fallback moves "
+        f"(latest: {latest}), played because the bot failed: these results are not {bot}'s "
+        f"own strength{no_rate}"
     )
 
 
@@ -191,6 +221,7 @@ def stats(results: Sequence[GameResult]) -> list[BotStats]:
             others = [s for j, s in enumerate(r.scores) if j != seat]
             st.margin += r.scores[seat] - (max(others) if others else 0)
             st.moves += r.moves[seat] if seat < len(r.moves) else 0
+            st.forced += r.forced[seat] if seat < len(r.forced) else 0
             if seat < len(r.fallbacks) and r.fallbacks[seat]:
                 st.fallbacks += r.fallbacks[seat]
                 st.last_fallback = r.last_fallback[seat]
@@ -200,7 +231,7 @@ def stats(results: Sequence[GameResult]) -> list[BotStats]:
 def fallback_notes(results: Sequence[GameResult]) -> list[str]:
     """One line per bot that played fallback moves (none when every move was the bots')."""
     return [
-        fallback_note(st.name, st.fallbacks, st.moves, st.last_fallback)
+        fallback_note(st.name, st.fallbacks, st.decisions, st.last_fallback)
         for st in stats(results)
         if st.fallbacks
     ]
@@ -219,8 +250,8 @@ def results_table(cfg: BotsConfig, results: Sequence[GameResult]) -> Table:
         n = max(st.seats, 1)
         table.add_row(
             st.name + (" (!)" if st.fallbacks else ""), str(st.seats), str(st.wins),
-            f"{st.win_rate:.0%}", f"{st.honor / n:.1f}", f"{st.margin / n:+.1f}",
-            f"{st.fallbacks}/{st.moves}",
+            win_rate_text(f"{st.win_rate:.0%}", st.fallbacks, st.decisions),
+            f"{st.honor / n:.1f}", f"{st.margin / n:+.1f}", f"{st.fallbacks}/{st.decisions}",
         )  # fmt: skip
     if done:
         turns = sum(r.turns for r in done) / len(done)

@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import os
 import random
+import secrets
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -32,10 +33,10 @@ from rich.table import Table
 from clients import bots_runner
 from clients.embedded import EmbeddedEngine, EngineStartError
 from clients.sdk import DIFFICULTIES, TLS, AscensionError, Client, bot, human
-from clients.sdk.tls import operator_key_from_env
+from clients.sdk.tls import TlsFilesError, operator_key_from_env, reload_seconds_from_env
 from clients.sdk.types import SETS
-from clients.web import hosts
-from engine_service import names
+from clients.web import client_address, hosts
+from engine_service import names, native_build
 
 EXAMPLES = """\
 examples:
@@ -97,11 +98,26 @@ def _connection_flags(parser: argparse.ArgumentParser) -> None:
                    "that require one (env ASCENSION_OPERATOR_KEY[_FILE])")  # fmt: skip
 
 
+# What each level plays (the engine's engine_service/server/bots.py decides; a test compares)
+LEVELS = {
+    "easy": "the greedy-honor bot",
+    "normal": "the heuristic bot",
+    "hard": "ismcts, 100 iterations a move",
+    "expert": "ismcts, 1,000 iterations a move",
+}
+BOTS_HELP = (
+    "ismcts: the search, the strongest with time; heuristic: rules of thumb; expert: a scripted "
+    "planner (despite its name, rated below --difficulty hard: docs/bots.md); greedy-honor; "
+    "random"
+)
+
+
 def _difficulty_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--difficulty", choices=DIFFICULTIES, default=None,
-        help="the bots' level, weakest first: " + ", ".join(DIFFICULTIES) + " (each rated in "
-        "Elo in docs/bots.md); in place of --bot and --budget-ms",
+        help="the bots' level, weakest first: "
+        + "; ".join(f"{level} ({what})" for level, what in LEVELS.items())
+        + " (each rated in Elo in docs/bots.md); in place of --bot and --budget-ms",
     )  # fmt: skip
 
 
@@ -110,12 +126,13 @@ def _tls(args: argparse.Namespace) -> TLS | None:
     files = (args.tls_ca_file, args.tls_cert_file, args.tls_key_file, args.tls_server_name)
     if not (args.tls or any(files)):
         return env
-    base = env or TLS()
+    base = env or TLS(reload_seconds=reload_seconds_from_env())
     return TLS(
         args.tls_ca_file or base.ca_file,
         args.tls_cert_file or base.cert_file,
         args.tls_key_file or base.key_file,
         args.tls_server_name or base.server_name,
+        base.reload_seconds,
     )
 
 
@@ -154,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument(
         "--bot", type=_bots, default=[DEFAULT_BOT],
-        help="bot(s) for the other seats, comma-separated, used in turn (default ismcts)",
+        help="bot(s) for the other seats, comma-separated, used in turn (default ismcts). "
+        + BOTS_HELP,
     )  # fmt: skip
     play.add_argument(
         "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
@@ -177,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     bots.add_argument("--games", type=int, default=10, help="number of games (default 10)")
     bots.add_argument(
         "--bots", type=_bots, default=["ismcts", "heuristic"],
-        help="bots, comma-separated; they rotate through the seats (default ismcts,heuristic)",
+        help="bots, comma-separated; they rotate through the seats (default ismcts,heuristic). "
+        + BOTS_HELP,
     )  # fmt: skip
     bots.add_argument("--players", type=int, default=None, help="seats per game (default: #bots)")
     bots.add_argument("--sets", choices=SETS, default="ss")
@@ -203,12 +222,31 @@ def build_parser() -> argparse.ArgumentParser:
         "the name of a reverse proxy; repeat for more (env ASCENSION_WEB_ALLOWED_HOSTS, "
         "comma-separated). Requests for other names are refused (DNS rebinding)",
     )  # fmt: skip
+    web.add_argument(
+        "--trusted-proxies", default=None, metavar="CIDRS",
+        help="proxies in front of the page (comma-separated CIDRs: a load balancer, the "
+        "Ingress controller): a request from one of them counts as the address they report, "
+        "else a request is its connection's address whatever headers it sends (env "
+        f"{client_address.ENV_TRUSTED})",
+    )  # fmt: skip
+    web.add_argument(
+        "--client-address-header", default=None, metavar="NAME",
+        help="the header those proxies put the client's address in (default x-forwarded-for; "
+        f"env {client_address.ENV_HEADER})",
+    )  # fmt: skip
+    web.add_argument(
+        "--gateway-key-file", default=None, metavar="FILE",
+        help="file holding a gateway key, one of the engine's ENGINE_GATEWAY_KEYS: the engine "
+        "then counts each call as the browser's address (env "
+        f"{client_address.ENV_KEY}[_FILE]); with --address",
+    )  # fmt: skip
     web.add_argument("--no-browser", action="store_true", help="only print the page's URL")
     web.add_argument("--sets", choices=SETS, default="ss", help="ss, cotgi or both (default ss)")
     web.add_argument("--players", type=int, default=2, help="seats in a new game (default 2)")
     web.add_argument(
         "--bot", type=_bots, default=[DEFAULT_BOT],
-        help="bot(s) for the other seats, comma-separated, used in turn (default ismcts)",
+        help="bot(s) for the other seats, comma-separated, used in turn (default ismcts). "
+        + BOTS_HELP,
     )  # fmt: skip
     web.add_argument(
         "--budget-ms", type=int, default=DEFAULT_BUDGET_MS, help="bot time per move (default 300)"
@@ -250,13 +288,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 @contextlib.contextmanager
 def engine_address(
-    console: Console, address: str | None, *, ai_processes: int = 1
+    console: Console,
+    address: str | None,
+    *,
+    ai_processes: int = 1,
+    env: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, EmbeddedEngine | None]]:
-    """The given address, or a private engine started for the duration of the block."""
+    """The given address, or a private engine (with settings ``env``) started for the
+    duration of the block."""
     if address:
         yield address, None
         return
-    engine = EmbeddedEngine(ai_processes=ai_processes)
+    # An editable install is compiled after it: in the background, from this first start on
+    # (this engine runs the sources as they are now: engine_service/native.py)
+    compiling = native_build.start_in_background()
+    if compiling:
+        console.print(f"[dim]{escape(compiling[0].upper() + compiling[1:])}[/]")
+    engine = EmbeddedEngine(ai_processes=ai_processes, env=env)
     with console.status("Starting a local engine (embedded store, local AI workers)…"):
         engine.start()
     try:
@@ -320,14 +368,21 @@ def cmd_play(args: argparse.Namespace, console: Console) -> int:
             stall_hint=hint, leaving=leaving,
         )  # fmt: skip
         outcome = session.run()
+        failed = [s.bot_name for s in outcome.view.seat_info if s.fallback_moves]
+        if failed and engine is not None:
+            console.print(f"[yellow](!) {', '.join(failed)} played fallback moves; why (their "
+                          f"tracebacks): the private engine's log, kept: {engine.keep_log()}[/]")  # fmt: skip
         if outcome.view.over and not outcome.quit and sys.stdin.isatty():
             offer_review(client, console, game_id, token)
         if outcome.quit:
             console.print(f"\nYou left game {game_id}.")
             if args.address:
+                console.print("Rejoin it with this command (one line):")
+                # on its own line and never wrapped: a copy of it is the whole command
                 console.print(
-                    f"Rejoin: ascension play --address {address} --game {game_id} --token {token}"
-                )
+                    f"ascension play --address {address} --game {game_id} --token {token}",
+                    soft_wrap=True, markup=False, highlight=False,
+                )  # fmt: skip
     return 0
 
 
@@ -377,8 +432,16 @@ def cmd_bots(args: argparse.Namespace, console: Console) -> int:
         # Report before the channel and the private engine are closed: nothing that happens
         # while they shut down can then take the results with it.
         console.print(bots_runner.results_table(cfg, results))
-        for note in bots_runner.fallback_notes(results):
+        notes = bots_runner.fallback_notes(results)
+        for note in notes:
             console.print(f"[yellow](!) {escape(note)}[/]")
+        if notes:
+            where = (
+                f"the private engine's log, kept: {engine.keep_log()}"
+                if engine is not None
+                else f"the log of the workers of the engine at {address}"
+            )
+            console.print(f"[yellow](!) Why the bots failed (their tracebacks): {escape(where)}[/]")
         failed = [r for r in results if not r.ok]
         for r in failed:
             console.print(f"[red]game {r.index} ({r.game_id or 'not created'}): {r.error}[/]")
@@ -419,8 +482,11 @@ def cmd_games(args: argparse.Namespace, console: Console) -> int:
     with _client(args, args.address, False) as client:
         resp = client.list_games(active_only=args.active)
     table = Table(title="Games")
-    for col in ("Game", "Sets", "Seats", "Version", "State"):
-        table.add_column(col)
+    # a game id whole, whatever the width (it is what `watch` and `play --game` take)
+    longest = max((len(g.game_id) for g in resp.games), default=4)
+    table.add_column("Game", no_wrap=True, min_width=longest)
+    for col in ("Sets", "Seats", "Version", "State"):
+        table.add_column(col, overflow="fold")
     for g in resp.games:
         seats = ", ".join(s.bot_name or s.name or "human" for s in g.seats)
         state = "over" if g.over else f"seat {g.to_move + 1} to move"
@@ -441,11 +507,25 @@ def cmd_web(args: argparse.Namespace, console: Console) -> int:
         console.print(f"[red]{hosts.ENV_ALLOWED}: {e}[/]")
         return 2
     try:
+        client = _client_address(args)
+    except ValueError as e:
+        console.print(f"[red]{escape(str(e))}[/]")
+        return 2
+    private_env = None
+    if not args.address:  # the private engine believes this gateway, with a key of its own
+        client = client_address.ClientAddress(client.proxies, secrets.token_urlsafe(32))
+        private_env = {"ENGINE_GATEWAY_KEYS": client.key or ""}
+    try:
         sock = serve.bind(args.host, args.port)
     except OSError as e:
         console.print(f"[red]Cannot serve on {args.host}:{args.port}:[/] {e.strerror or e}")
         return 1
-    with sock, engine_address(console, args.address, ai_processes=args.ai_processes) as started:
+    with (
+        sock,
+        engine_address(
+            console, args.address, ai_processes=args.ai_processes, env=private_env
+        ) as started,
+    ):
         address, private = started[0], started[1] is not None
         config = serve.PageConfig(
             sets=args.sets, players=args.players, bots=list(args.bot), budget_ms=args.budget_ms,
@@ -457,13 +537,21 @@ def cmd_web(args: argparse.Namespace, console: Console) -> int:
         if not args.no_browser:
             serve.open_browser(url)
         if private:
-            serve.run(sock, address, config, guard=guard)
+            serve.run(sock, address, config, guard=guard, client=client)
         else:
             serve.run(
                 sock, address, config, tls=_tls(args), operator_key=_operator_key(args),
-                guard=guard,
+                guard=guard, client=client,
             )  # fmt: skip
     return 0
+
+
+def _client_address(args: argparse.Namespace) -> client_address.ClientAddress:
+    """--trusted-proxies, --client-address-header and --gateway-key-file (else their
+    ASCENSION_WEB_* variables); ValueError names the one at fault."""
+    return client_address.ClientAddress.from_options(
+        args.trusted_proxies, args.client_address_header, args.gateway_key_file
+    )
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -495,6 +583,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AscensionError as e:
         console.print(f"[red]The engine said ({e.code}):[/] {e.message}")
         return 1
+    except TlsFilesError as e:
+        console.print(f"[red]TLS files:[/] {e}")
+        return 2
 
 
 if __name__ == "__main__":

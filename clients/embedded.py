@@ -3,7 +3,9 @@
 Used by ``ascension play`` and ``ascension bots`` when no ``--address`` is given: the engine
 runs with its embedded defaults (games kept in process, AI seats played by a local process
 pool), on a free loopback port, in its own session so that a Ctrl-C at the terminal reaches
-the client only; the client stops the engine when it exits.
+the client only; the client stops the engine when it exits. Its log is a temporary file
+(``ascension-engine-*.log``), removed after a clean stop unless the client keeps it
+(:meth:`EmbeddedEngine.keep_log`: ``ascension bots`` does when a bot failed, and says where).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -51,8 +54,11 @@ class EmbeddedEngine:
         log_level: str = "WARNING",
         start_timeout: float = 60.0,
         log_path: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        """``env``: settings of the engine beyond the environment's and a private engine's."""
         self.ai_processes = max(1, ai_processes)
+        self.env = dict(env or {})
         self.log_level = log_level
         self.start_timeout = start_timeout
         self.port = 0
@@ -65,6 +71,12 @@ class EmbeddedEngine:
 
     @property
     def log_path(self) -> Path | None:
+        return self._log_path
+
+    def keep_log(self) -> Path | None:
+        """Keep the engine's log when it stops (it is removed after a clean stop otherwise):
+        e.g. the tracebacks of bots that failed. Returns its path."""
+        self._own_log = False
         return self._log_path
 
     def start(self) -> str:
@@ -96,6 +108,7 @@ class EmbeddedEngine:
             ENGINE_SHUTDOWN_GRACE_SECONDS="1",
             LOG_LEVEL=self.log_level,
         )
+        env.update(self.env)
         cmd = [*engine_command(), "serve", "--host", "127.0.0.1", "--grpc-port", str(self.port)]
         self.proc = subprocess.Popen(
             cmd,

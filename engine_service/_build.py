@@ -6,10 +6,17 @@ The rules are the hot path of every SubmitAction and of the search, and compiled
 about 1.4x faster; the search compiled with them (one library: it calls them directly)
 makes about 1.6x the iterations (docs/notes/2026-12-search-speed.md). Everything else about
 the package is in pyproject.toml; this is setuptools' backend with a ``setup()`` call of its
-own in place of a setup.py (the top level holds the product's parts only). Without a C compiler, or with ``ASCENSION_BUILD_NATIVE=0``, the package installs
-as pure Python and plays the same games, slower: each extension is optional, and the manifests
-that let the compiled modules be used (engine_service/native.py) are written only once all of
-them are built. Never imported by the engine.
+own in place of a setup.py (the top level holds the product's parts only).
+
+A wheel (``pip install .``, the image) is compiled as it is built. An editable install
+(``pip install -e .``, the README's quickstart) is not: it installs the sources in seconds,
+and the compile runs afterwards, from engine_service/native_build.py (in the background on
+the first start of ``ascension``, or at once with ``python -m engine_service.native_build``),
+so that a first game never waits minutes for a C compiler on a busy machine. Without a C
+compiler, or with ``ASCENSION_BUILD_NATIVE=0``, the package runs as pure Python and plays the
+same games, slower: each extension is optional, and the manifests that let the compiled
+modules be used (engine_service/native.py) are written only once all of them are built.
+Never imported by the engine.
 """
 
 from __future__ import annotations
@@ -23,32 +30,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from setuptools import build_meta, setup
+from setuptools import Extension, build_meta, setup
 from setuptools.command.build_ext import build_ext
 
-from engine_service.native import MANIFEST  # (stdlib only: importable while building)
+# (stdlib only: importable while building)
+from engine_service.native import GROUP, MANIFEST, PACKAGES, ROOT, SOURCES
 
-ROOT = Path(__file__).resolve().parent.parent
-GROUP = "ascension__mypyc"  # mypyc's shared library of the compiled modules
-# The packages' compiled modules: every module of the rules but the package's __init__ (it
-# chooses the build when imported), and the search's (the bots' other modules decide in well
-# under a millisecond, or run searches in other processes).
-PACKAGES = {
-    "engine_service/rules": sorted(
-        p.stem for p in (ROOT / "engine_service/rules").glob("[!_]*.py")
-    ),
-    "ai_workers/bots": [
-        "evaluation",
-        "expert",
-        "ismcts",
-        "knowledge",
-        "policy",
-        "sampling",
-        "seeding",
-    ],
-}
+# mypy brings mypyc, pinned: the C it writes is its own. Asked for only by builds that
+# compile (a wheel's), not by an editable install's: that one must take seconds.
+COMPILER_REQUIRES = ["mypy==2.4.1"]
+_DEFERRED = [False]  # an editable install's build: nothing compiled now
 _STARTED = [0.0]  # when _extensions began compiling (time.monotonic)
-SOURCES = [f"{package}/{m}.py" for package, modules in PACKAGES.items() for m in modules]
+# The SHA-256 of each source, read before mypyc reads them: the manifest vouches for the
+# sources that were compiled, not for whatever is there once the compile ends
+_DIGESTS: dict[str, dict[str, str]] = {}
 
 
 def _say(message: str) -> None:
@@ -93,6 +88,8 @@ class BuildNative(build_ext):
             del compiler.compile  # the class's method again
 
     def run(self) -> None:
+        if _DEFERRED[0]:
+            return  # an editable install: compiled afterwards (engine_service/native_build.py)
         base = ROOT if self.inplace else Path(self.build_lib)
         # An earlier build's manifests would vouch for this build: gone until this one is done
         for package in PACKAGES:
@@ -104,18 +101,24 @@ class BuildNative(build_ext):
                 "the rules and the search were not compiled: they run as Python (slower, the same games)"
             )
             return
-        for package, modules in PACKAGES.items():
-            digests = {
-                m: hashlib.sha256((ROOT / package / f"{m}.py").read_bytes()).hexdigest()
-                for m in modules
-            }
+        for package in PACKAGES:
             (base / package).mkdir(parents=True, exist_ok=True)
-            manifest = {"group": GROUP, "modules": digests}
+            manifest = {"group": GROUP, "modules": _DIGESTS[package]}
             (base / package / MANIFEST).write_text(json.dumps(manifest, indent=1))
         _say(f"compiled in {time.monotonic() - _STARTED[0]:.0f} s")
 
 
-def _extensions() -> list[Any]:
+def _extensions(editable: bool) -> list[Any]:
+    if editable:
+        _say(
+            "installed as Python, in seconds; the rules and the bots' search are compiled to C "
+            "afterwards (in the background on the first start of `ascension`, or now with "
+            "`python -m engine_service.native_build`)"
+        )
+        # Not built, only named: the editable install's import map then holds the shared
+        # library's name, and finds it once native_build has put it beside the sources
+        _DEFERRED[0] = True
+        return [Extension(GROUP, sources=[], optional=True)]
     if os.environ.get("ASCENSION_BUILD_NATIVE", "1") == "0":
         _say("ASCENSION_BUILD_NATIVE=0: the rules and the search stay Python")
         return []
@@ -125,10 +128,16 @@ def _extensions() -> list[Any]:
         _say("no mypyc (the mypy package) to compile with: the rules and the search stay Python")
         return []
     _STARTED[0] = time.monotonic()
+    _DIGESTS.clear()
+    for package, modules in PACKAGES.items():
+        _DIGESTS[package] = {
+            m: hashlib.sha256((ROOT / package / f"{m}.py").read_bytes()).hexdigest()
+            for m in modules
+        }
     _say(
         f"compiling the rules and the bots' search to C with mypyc on {_cores()} core(s), "
-        "about 1-2 minutes on 2 cores (ASCENSION_BUILD_NATIVE=0 skips it: the same games, "
-        "slower)"
+        "about 1-2 minutes on an idle 2-core machine, 3-5 under load (ASCENSION_BUILD_NATIVE=0 "
+        "skips it: the same games, slower)"
     )
     # multi_file: one C file per module, compiled in parallel (BuildNative.build_extension)
     extensions: list[Any] = mypycify(
@@ -148,13 +157,21 @@ class _Backend(build_meta._BuildMetaBackend):
         # pip asks for the build's requirements and its metadata before it builds, each a
         # setup() of its own: only a build needs the C (mypyc writes it in 20-30 s)
         metadata_only = bool({"egg_info", "dist_info"} & set(sys.argv[1:]))
-        extensions = [] if metadata_only else _extensions()
+        editable = "editable_wheel" in sys.argv[1:]
+        extensions = [] if metadata_only else _extensions(editable)
         setup(ext_modules=extensions, cmdclass={"build_ext": BuildNative})
 
 
 # The hooks of PEP 517 and PEP 660, as setuptools.build_meta names them
 _BACKEND = _Backend()
-get_requires_for_build_wheel = _BACKEND.get_requires_for_build_wheel
+
+
+def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
+    compiles = os.environ.get("ASCENSION_BUILD_NATIVE", "1") != "0"
+    requires: list[str] = _BACKEND.get_requires_for_build_wheel(config_settings)
+    return requires + (COMPILER_REQUIRES if compiles else [])
+
+
 get_requires_for_build_sdist = _BACKEND.get_requires_for_build_sdist
 prepare_metadata_for_build_wheel = _BACKEND.prepare_metadata_for_build_wheel
 build_wheel = _BACKEND.build_wheel

@@ -1,8 +1,10 @@
 """Where bots come from: the ``ascension.bots`` entry-point group, read once per process.
 
-The engine reads only the names (it never imports bot code); the workers also load the
-classes. Both say the same thing about where they looked, at start and when a name is
-unknown: a bot installed or changed later is seen after a restart.
+The engine reads only the names (it never imports bot code), once: a bot installed later is
+accepted after a restart of the engine. The workers load the classes in their bot processes,
+which read the group again when asked for a name they do not know: a bot installed later is
+found without a restart, but a bot's changed code is loaded only by new bot processes (restart
+the workers). Both say so at start, and where they looked.
 """
 
 from __future__ import annotations
@@ -40,12 +42,17 @@ def origin() -> str:
     return f"the entry-point group {GROUP!r} ({of})"
 
 
-def describe(names: Iterable[str]) -> str:
-    """What the engine and each worker log at start."""
-    return (
-        f"bots: {', '.join(names)}, from {origin()}; read at start: "
-        "restart to see bots installed or changed later"
-    )
+ENGINE, WORKER = "engine", "worker"
+LATER = {
+    ENGINE: "read at start: restart the engine to accept bots installed later",
+    WORKER: "a bot installed later is found when first asked for; restart the worker to load "
+    "a bot's changed code (its bot processes keep the code they loaded)",
+}
+
+
+def describe(names: Iterable[str], process: str = ENGINE) -> str:
+    """What the engine (``ENGINE``) and each worker (``WORKER``) log at start."""
+    return f"bots: {', '.join(names)}, from {origin()}; {LATER[process]}"
 
 
 def unknown_message(name: str, names: Iterable[str]) -> str:

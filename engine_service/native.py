@@ -33,6 +33,26 @@ from types import ModuleType
 from typing import Any
 
 MANIFEST = "_native.json"  # written by _build.py beside each package's compiled modules
+GROUP = "ascension__mypyc"  # mypyc's shared library of the compiled modules
+ROOT = Path(__file__).resolve().parent.parent  # the source tree, in an editable install
+# The packages' compiled modules: every module of the rules but the package's __init__ (it
+# chooses the build when imported), and the search's (the bots' other modules decide in well
+# under a millisecond, or run searches in other processes).
+PACKAGES = {
+    "engine_service/rules": sorted(
+        p.stem for p in (ROOT / "engine_service/rules").glob("[!_]*.py")
+    ),
+    "ai_workers/bots": [
+        "evaluation",
+        "expert",
+        "ismcts",
+        "knowledge",
+        "policy",
+        "sampling",
+        "seeding",
+    ],
+}
+SOURCES = [f"{package}/{m}.py" for package, modules in PACKAGES.items() for m in modules]
 PURE_ENV = "ASCENSION_PURE_PYTHON"
 COMPILED, PYTHON = "compiled", "python"
 
@@ -99,15 +119,17 @@ class CompiledPackage:
         why = f"{PURE_ENV} is set" if pure else requires or self.unavailable()
         if not why:
             return COMPILED
-        if self._any_compiled():
-            sys.meta_path.insert(0, _SourcesFirst(self))
-            if not pure:
-                warnings.warn(
-                    f"{self.name}: running the Python sources, not the compiled modules beside"
-                    f" them: {why}. Rebuild them with `pip install -e .` (or set {PURE_ENV}=1)",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
+        # The sources first even when nothing is compiled yet: a compile that finishes while
+        # this process is still importing must not hand it a compiled module
+        sys.meta_path.insert(0, _SourcesFirst(self))
+        if self._any_compiled() and not pure:
+            warnings.warn(
+                f"{self.name}: running the Python sources, not the compiled modules beside"
+                f" them: {why}. Compile them again with `python -m engine_service.native_build`"
+                f" (or set {PURE_ENV}=1)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return PYTHON
 
 

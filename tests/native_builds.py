@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from engine_service import native
-from engine_service._build import GROUP  # mypyc's shared library of the compiled modules
+from engine_service.native import GROUP  # mypyc's shared library of the compiled modules
 
 ROOT = Path(__file__).resolve().parents[1]
 

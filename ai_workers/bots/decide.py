@@ -7,14 +7,19 @@ those are allowed).
 
 :func:`decide` runs the bot in this process: the bot host does (``ai_workers/supervisor.py``,
 which runs it under the seat's deadline for a worker), and the benchmarks do, through
-:func:`ask` on bot instances of their own. A bot's traceback is logged once per kind of
-failure (its exception type and the line that raised it); the same failure again is counted
-and summed up in one line at most every ``REPEAT_LOG_SECONDS``.
+:func:`ask` on the built-in bots' instances of their own. A bot's traceback is logged once per
+kind of failure (its exception type and the line that raised it) and bot process; the same
+failure again is counted: three in a row quarantine the bot, and the line that says so gives
+the count and the latest reason (``supervisor.record_outcome``); a bot asked again after its
+quarantine that fails the same way gets one line summing up the repeats, at most every
+``REPEAT_LOG_SECONDS``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import operator
 import time
 import traceback
 from collections.abc import Callable
@@ -37,6 +42,7 @@ ILLEGAL_ACTION = "illegal_action"
 NO_RULES_VIEW = "no_rules_view"
 LOAD_FAILED = "load_failed"
 REPEAT_LOG_SECONDS = 60.0
+MAX_REASON = 200  # SubmitActionRequest.fallback_reason: at most 200 printable characters
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +57,12 @@ class Decision:
 
     @property
     def fallback_text(self) -> str:
-        """The fallback's reason as the engine stores it with the game: ``reason: detail``."""
+        """The fallback's reason as the engine stores it with the game: ``reason: detail``,
+        on one line of at most ``MAX_REASON`` characters (what the engine accepts)."""
         if not self.fallback:
             return ""
-        return f"{self.fallback}: {self.detail}" if self.detail else self.fallback
+        text = f"{self.fallback}: {self.detail}" if self.detail else self.fallback
+        return "".join(c if c.isprintable() else " " for c in text)[:MAX_REASON]
 
 
 class _Repeats:
@@ -127,6 +135,9 @@ def ask(
     except Exception as e:
         log_failure(settings.name, e, f"raised on seat {view.seat}")
         return fallback_action(view, legal), BOT_RAISED, type(e).__name__
+    if not isinstance(action, bool):
+        with contextlib.suppress(TypeError):
+            action = operator.index(action)  # an int, or int-like (a NumPy integer)
     if isinstance(action, bool) or not isinstance(action, int) or action not in legal:
         log.error(
             "bot %r answered %r, not a legal action of seat %s; playing a fallback move",
@@ -138,15 +149,21 @@ def ask(
     return action, "", ""
 
 
-def decide(view: rules.View | None, legal: list[int], settings: BotSettings) -> Decision:
-    """The bot's move, or a legal fallback (``legal`` must not be empty)."""
+def decide(
+    view: rules.View | None,
+    legal: list[int],
+    settings: BotSettings,
+    load: Callable[[str], Bot] = load_bot,
+) -> Decision:
+    """The bot's move, or a legal fallback (``legal`` must not be empty); ``load`` gives the
+    bot of ``settings.name``."""
     if not legal:
         raise ValueError("no legal action to choose from")
     start = time.perf_counter()
     if view is None:
         return Decision(legal[0], settings.name, time.perf_counter() - start, NO_RULES_VIEW)
     try:
-        bot = load_bot(settings.name)
+        bot = load(settings.name)
     except Exception as e:
         log_failure(settings.name, e, "failed to load")
         detail = f"{type(e).__name__}: {e}"[:200]

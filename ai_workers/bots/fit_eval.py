@@ -28,7 +28,6 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 
-from ai_workers.bots.arena import make_bot, parse_spec
 from ai_workers.bots.evaluation import (
     PROJECTION,
     Projection,
@@ -40,6 +39,7 @@ from ai_workers.bots.evaluation import (
 from ai_workers.bots.knowledge import knowledge
 from ai_workers.bots.policy import rollout_action
 from ai_workers.bots.settings import BotSettings
+from ai_workers.bots.specs import make_bot, parse_spec
 from engine_service import rules
 
 FIELDS = (

@@ -8,8 +8,9 @@ A package registers a bot in its ``pyproject.toml``::
 The built-ins (``random``, ``heuristic``, ``expert``, ``ismcts``) are registered the same way and are
 also known here directly, so they load even when package metadata is missing.
 
-The group is read once per process, when it first needs it (a worker, a bot host, the engine
-at start): a bot installed or changed later is seen after a restart.
+The group is read when a process first needs it (a worker, a bot host, the engine at start),
+and again by :func:`load_bot` when asked for a name it does not list: a bot installed later
+is found; a module already imported is not imported again (a changed bot needs a new process).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def available_bots() -> list[str]:
 
 def describe_bots() -> str:
     """What a worker logs at start."""
-    return bot_plugins.describe(available_bots())
+    return bot_plugins.describe(available_bots(), bot_plugins.WORKER)
 
 
 def unknown_bot_message(name: str, known: Iterable[str]) -> str:
@@ -71,6 +72,10 @@ def load_bot(name: str) -> Bot:
     if bot is not None:
         return bot
     target = _registered().get(name)
+    if target is None:  # installed since the group was read?
+        bot_plugins.scan.cache_clear()
+        importlib.invalidate_caches()
+        target = _registered().get(name)
     if target is None:
         raise UnknownBotError(unknown_bot_message(name, available_bots()))
     try:

@@ -107,7 +107,8 @@ def bot(
 
 @dataclass(frozen=True, slots=True)
 class CreatedGame:
-    """What CreateGame returns: the game's id, one secret token per seat, the admin token."""
+    """What CreateGame returns: the game's id, one secret token per seat ("" for an AI seat:
+    its worker plays it, and nobody else can), the admin token."""
 
     game_id: str
     seat_tokens: tuple[str, ...]
@@ -115,6 +116,7 @@ class CreatedGame:
     view: game_pb2.GameView  # the spectator view at version 1
 
     def token(self, seat: int) -> str:
+        """The seat's token ("" for an AI seat: with it, a call reads the spectator view)."""
         return self.seat_tokens[seat]
 
 

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from clients.sdk import AscensionError, Client, DataLossError, IllegalActionError
 from clients.sdk.types import Catalog, GameView, LegalAction
-from clients.terminal import render, why
+from clients.terminal import glossary, render, why
 from clients.terminal.events import EventLog, named
 from clients.terminal.how_to_play import how_to_play
 from clients.terminal.keys import ActionKeys
@@ -34,6 +34,7 @@ Keys: type an action's number and Enter (a number stays with its action all turn
   h        hints: the best moves by a search of what you know, and why
   c        card texts of the center row, your hand and your cards in play
   ? NAME   the text of a card, e.g. "? mystic"
+  ? WORD   a card word explained: a keyword, a faction, ..., e.g. "? unite" (list: ?)
   l        the full log of events
   Enter    redraw the screen
   q        leave the game (asks first)
@@ -248,23 +249,21 @@ class PlaySession:
         to play or spend. Empty: no question."""
         if action.kind == "move":
             where = why.what_it_buys(self.view, self.catalog, action)
-            return f"{action.description} (your one move this turn{'; ' + where if where else ''})?"
+            return glossary.confirm(
+                "sail", move=action.description, where=f"; {where}" if where else ""
+            )
         if action.kind != "end_turn":
             return ""
-        left = []
-        plays = len(self._plays())
-        if plays:
-            left.append(f"play {plays} card{'s' if plays > 1 else ''}")
         kinds = {a.kind for a in self.view.legal_actions}
-        if "acquire" in kinds:
-            left.append(f"spend {self.view.board.runes} Runes")
-        if "defeat" in kinds:
-            left.append(f"spend {self.view.board.power} Power")
-        if "use" in kinds or "flip_coins" in kinds:
-            left.append("use an ability")
-        if not left:
-            return ""
-        return f"You can still {_joined(left)}: they are lost at the end of the turn. End your turn anyway?"
+        mine = next((s for s in self.view.board.seats if s.seat == self.me), None)
+        # the cards in hand (a play action stands for every copy of a card)
+        in_hand = len(mine.hand) if mine is not None else len(self._plays())
+        return end_turn_question(
+            plays=in_hand if self._plays() else 0,
+            runes=self.view.board.runes if "acquire" in kinds else 0,
+            power=self.view.board.power if "defeat" in kinds else 0,
+            ability="use" in kinds or "flip_coins" in kinds,
+        )
 
     def _submit(self, action: LegalAction) -> bool:
         try:
@@ -388,6 +387,10 @@ class PlaySession:
         from rich.markdown import Markdown
 
         self.console.print(Markdown(how_to_play(self.view.sets)))
+        self.console.print(
+            Text("The words on the cards (? WORD explains one, e.g. ? unite):", style="bold")
+        )
+        self.console.print(glossary.listing(self.view.sets), highlight=False)
         golden_isles = self.view.sets in ("cotgi", "both")
         self.console.print(KEYS + (GOLDEN_ISLES_KEYS if golden_isles else ""), highlight=False)
         self.console.print(self.about, style="dim", highlight=False)
@@ -398,8 +401,14 @@ class PlaySession:
             return
         low = name.lower()
         matches = [c for c in self.catalog.cards.values() if low in c.name.lower()]
+        words = glossary.find(name)
+        for term in words:
+            self.console.print(Text(term.text))
         if not matches:
-            self.console.print(f"[red]No card named like {name!r}.[/]")
+            if not words:
+                self.console.print(
+                    f"[red]No card or card word like {name!r}.[/] Type ? for the list of words."
+                )
             return
         for card in matches[:5]:
             t = card_text(card)
@@ -443,6 +452,28 @@ class PlaySession:
         self.draw()
         self.console.print(render.scores_table(self.view, self.me))
         self.console.print(render.result_line(self.view, self.me))
+
+
+def end_turn_question(*, plays: int, runes: int, power: int, ability: bool) -> str:
+    """What ending the turn now would leave behind, and where it goes; "" when nothing."""
+    left, where = [], []
+    if plays:
+        left.append(glossary.confirm("left_play", n=plays).replace("(s)", "s" if plays > 1 else ""))
+        where.append(glossary.confirm("where_cards"))
+    if runes:
+        left.append(glossary.confirm("left_runes", n=runes))
+    if power:
+        left.append(glossary.confirm("left_power", n=power))
+    if runes and power:
+        where.append(glossary.confirm("where_runes_power"))
+    elif runes or power:
+        where.append(glossary.confirm("where_runes" if runes else "where_power"))
+    if ability:
+        left.append(glossary.confirm("left_ability"))
+        where.append(glossary.confirm("where_ability"))
+    if not left:
+        return ""
+    return glossary.confirm("end_turn", left=_joined(left), where=_joined(where))
 
 
 def _joined(parts: list[str]) -> str:

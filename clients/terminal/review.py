@@ -1,7 +1,7 @@
 """``ascension review GAME``: a seat's decisions rated by the engine's search, line by line as
 they arrive, then every seat's win chance over the game as a sparkline and a count of labels.
 
-Each line: the turn, the label, the action played and, where the search prefers another, the
+Each line: the round (one turn of each player, as the table counts), the label, the action played and, where the search prefers another, the
 best alternative with the chance it would have left. Nothing here judges: the labels and the
 chances are the engine's (``ReviewGame``), rated from what the seat could see at the time.
 """
@@ -38,15 +38,15 @@ def percent(p: float) -> str:
     return f"{round(100 * p)}%"
 
 
-def decision_line(r: DecisionReview, width: int) -> Text:
-    """One decision: turn, label, what was played, the best alternative where it differs."""
+def decision_line(r: DecisionReview, width: int, players: int = 2) -> Text:
+    """One decision: round, label, what was played, the best alternative where it differs."""
     t = Text()
-    t.append(f"T{r.turn:<3}", style="dim")
+    t.append(f"Round {(max(r.turn, 1) - 1) // max(players, 1) + 1:<3}", style="dim")
     t.append(f"{LABEL_MARK[r.label]:>2} {r.label.title:<11}", style=LABEL_STYLE[r.label])
     t.append(r.description)
     t.append(f"  {percent(r.win_probability)}", style="bold")
     if r.differs and r.label is not ReviewLabel.BEST:
-        t.append("\n" + " " * 18 + "better: ", style="dim")
+        t.append("\n" + " " * 24 + "better: ", style="dim")
         t.append(r.best_description, style="italic")
         t.append(f"  {percent(r.best_win_probability)}", style="dim")
     return t
@@ -121,7 +121,7 @@ def show_review(
         for r in client.review(game_id, token, seat, budget_ms):
             reviews.append(r)
             status.update(f"Rated {r.index} of {r.total} decisions…")
-            console.print(decision_line(r, console.width))
+            console.print(decision_line(r, console.width, view.players))
     if not reviews:
         console.print(Text("No decision with a real choice to review yet.", style="dim"))
         return reviews

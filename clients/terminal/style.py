@@ -55,18 +55,20 @@ def seat_style(seat: int) -> str:
 
 
 def seat_name(view: GameView, seat: int, me: int = -1) -> str:
-    """ "You", or the seat's display name with its bot, e.g. "Seat 2 (ismcts)"."""
+    """ "You", or the seat's display name with its bot and level, e.g. "Seat 2 (ismcts, Hard)"."""
     if seat == me and seat >= 0:
         return "You"
     info: SeatInfo | None = next((s for s in view.seat_info if s.seat == seat), None)
     name = info.name if info is not None and info.name else f"Seat {seat + 1}"
-    if (
-        info is not None
-        and info.kind == SeatInfo.AI
-        and info.bot_name
-        and info.bot_name not in name
-    ):
-        name = f"{name} ({info.bot_name})"
+    if info is not None and info.kind == SeatInfo.AI:
+        level = info.difficulty.capitalize()
+        said = [
+            x
+            for x in (info.bot_name, level)
+            if x and x.lower() not in name.lower()
+        ]
+        if said:
+            name = f"{name} ({', '.join(said)})"
     return name
 
 

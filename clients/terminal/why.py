@@ -76,7 +76,7 @@ def what_it_buys(view: GameView, catalog: Catalog, action: LegalAction) -> str:
     if kind in ("move", "move_ship", "place_ship"):
         return _at_space(view, catalog, arg, me.crew if me is not None else 0)
     if kind == "end_turn":
-        return "draw 5 new cards; unspent Runes and Power are lost"
+        return "your hand and played Heroes go to your discard pile, you draw 5 new cards; unspent Runes and Power are lost"
     return ""
 
 
@@ -88,7 +88,7 @@ def _at_space(view: GameView, catalog: Catalog, space: int, crew: int) -> str:
         if b.kraken.in_game and b.kraken.in_deep:
             notes.append("Thukal takes a Treasure from ships that come or stay here")
     elif card is not None:
-        notes.append(f"{card.name} ({card.cost}) is there")
+        notes.append(f"{card.name} (cost {card.cost}) is there")
         if card.cost <= crew:
             notes.append(f"your {crew} Crew can take it")
     under = _treasure_under(view, space) if space != DEEP else 0

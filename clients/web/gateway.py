@@ -9,6 +9,11 @@ validation, auth, errors and limits apply to browsers exactly as to other client
 
 The endpoints are built from the service descriptor of the generated stubs, not listed by
 hand: an RPC added to ``proto/`` is served here as soon as the Python stubs are regenerated.
+
+The browser's headers go on as the call's metadata (an ``authorization`` header, for one),
+except those of HTTP and those that name a client address: the gateway tells the engine who
+the browser is itself (client_address.py), so that a browser cannot choose which of the
+engine's per-caller counts it is charged to.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from google.protobuf.message import Message
 from protobuf.wkt import Any as AnyDetail
 
 from clients.sdk._grpc import grpc
+from clients.web.client_address import ClientAddress
 from engine_service.api.ascension.v1 import engine_pb2
 
 SERVICE: ServiceDescriptor = engine_pb2.DESCRIPTOR.services_by_name["Engine"]
@@ -48,15 +54,21 @@ _NOT_METADATA_PREFIXES = ("sec-", "connect-", ":")
 # Response metadata that gRPC itself sets; the browser protocol writes its own.
 _GRPC_RESERVED = frozenset({"grpc-status", "grpc-message", "grpc-status-details-bin"})
 _STATUS_DETAILS = "grpc-status-details-bin"
+_PEER = ClientAddress()  # no trusted proxies, no key: the browser is the connection's peer
 
 
 def _metadata(
-    ctx: RequestContext[Any, Any], default: tuple[tuple[str, str], ...] = ()
+    ctx: RequestContext[Any, Any],
+    default: tuple[tuple[str, str], ...] = (),
+    client: ClientAddress = _PEER,
 ) -> list[tuple[str, str | bytes]]:
+    """The browser's headers as the call's metadata, less those of HTTP and of addresses (the
+    gateway says who the browser is itself: client_address.py), plus ``default``."""
     out: list[tuple[str, str | bytes]] = []
-    for key, value in ctx.request_headers.allitems():
+    headers = ctx.request_headers.allitems()
+    for key, value in headers:
         k = key.lower()
-        if k in _NOT_METADATA or k.startswith(_NOT_METADATA_PREFIXES):
+        if k in _NOT_METADATA or k.startswith(_NOT_METADATA_PREFIXES) or not client.passes(k):
             continue
         if k.endswith("-bin"):  # binary metadata travels base64-encoded in HTTP headers
             try:
@@ -67,6 +79,7 @@ def _metadata(
             out.append((k, value))
     given = {k for k, _ in out}
     out.extend((k, v) for k, v in default if k not in given)
+    out.extend(client.metadata(ctx.client_address, headers))
     return out
 
 
@@ -117,10 +130,16 @@ ServerStream = Callable[[Message, RequestContext[Any, Any]], AsyncIterator[Messa
 class EngineForwarder:
     """Each Engine method as a Connect handler that makes the same call on a gRPC channel."""
 
-    def __init__(self, channel: Any, metadata: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(
+        self,
+        channel: Any,
+        metadata: tuple[tuple[str, str], ...] = (),
+        client: ClientAddress = _PEER,
+    ) -> None:
         self.channel = channel  # a grpc.aio.Channel to the engine
         # Sent with every call that does not carry its own (e.g. an operator's authorization).
         self.metadata = metadata
+        self.client = client  # how the browser's address is told to the engine
 
     def unary(self, method: MethodDescriptor, output: type[Message]) -> Unary:
         call = self.channel.unary_unary(
@@ -130,7 +149,9 @@ class EngineForwarder:
         )
 
         async def handle(request: Message, ctx: RequestContext[Any, Any]) -> Message:
-            rpc = call(request, timeout=_timeout(ctx), metadata=_metadata(ctx, self.metadata))
+            rpc = call(
+                request, timeout=_timeout(ctx), metadata=_metadata(ctx, self.metadata, self.client)
+            )
             try:
                 response: Message = await rpc
             except grpc.aio.AioRpcError as e:
@@ -149,7 +170,9 @@ class EngineForwarder:
         )
 
         async def handle(request: Message, ctx: RequestContext[Any, Any]) -> AsyncIterator[Message]:
-            rpc = call(request, timeout=_timeout(ctx), metadata=_metadata(ctx, self.metadata))
+            rpc = call(
+                request, timeout=_timeout(ctx), metadata=_metadata(ctx, self.metadata, self.client)
+            )
             try:
                 async for message in rpc:
                     yield message
@@ -201,9 +224,14 @@ def endpoints(forwarder: EngineForwarder) -> Mapping[str, Any]:
 class EngineGateway(ConnectASGIApplication[EngineForwarder]):
     """The ASGI application answering Connect and gRPC-Web for the whole Engine service."""
 
-    def __init__(self, channel: Any, metadata: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(
+        self,
+        channel: Any,
+        metadata: tuple[tuple[str, str], ...] = (),
+        client: ClientAddress = _PEER,
+    ) -> None:
         super().__init__(
-            service=EngineForwarder(channel, metadata),
+            service=EngineForwarder(channel, metadata, client),
             endpoints=endpoints,
             codecs=google_protobuf_codecs(),
         )

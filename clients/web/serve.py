@@ -33,6 +33,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from clients.sdk.tls import TLS, aio_channel, operator_metadata
+from clients.web.client_address import ClientAddress
 from clients.web.gateway import PREFIX, EngineGateway
 from clients.web.hosts import HostGuard, Refusal
 
@@ -70,16 +71,18 @@ class WebApp:
         static_dir: Path = STATIC_DIR,
         metadata: tuple[tuple[str, str], ...] = (),
         guard: HostGuard | None = None,
+        client: ClientAddress | None = None,
     ) -> None:
         """``guard``: which Host and Origin headers are answered (hosts.py); by default those
-        of a server on loopback."""
+        of a server on loopback. ``client``: how the browser's address is told to the engine
+        (client_address.py); by default the connection's peer."""
         if not (static_dir / "index.html").is_file():
             raise FileNotFoundError(
                 f"{static_dir}/index.html is missing: build the page with "
                 "`python -m clients.web.build` (needs Node.js) or reinstall the package"
             )
         self.guard = guard or HostGuard.of("127.0.0.1")
-        self.gateway = EngineGateway(channel, metadata)
+        self.gateway = EngineGateway(channel, metadata, client or ClientAddress())
         body = config.json()
 
         async def page_config(request: Request) -> Response:
@@ -165,23 +168,29 @@ async def serve(
     operator_key: str | None = None,
     access_log: bool = False,
     guard: HostGuard | None = None,
+    client: ClientAddress | None = None,
 ) -> None:
     """Serve until interrupted (SIGINT/SIGTERM end it gracefully).
 
     ``tls`` secures the channel to the engine; an ``operator_key`` is sent with every call
     (so every browser that reaches the page acts as that operator: keep such a page private).
-    ``guard``: the Host and Origin headers answered (hosts.py).
+    ``guard``: the Host and Origin headers answered (hosts.py); ``client``: the browser's
+    address told to the engine (client_address.py).
     """
     async with aio_channel(engine_address, tls, []) as channel:
         app = WebApp(
-            channel, config, metadata=operator_metadata(operator_key) or (), guard=guard
-        )
+            channel, config, metadata=operator_metadata(operator_key) or (), guard=guard,
+            client=client,
+        )  # fmt: skip
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
                 log_level="warning",
                 access_log=access_log,
                 lifespan="off",
+                # uvicorn would take the client's address from X-Forwarded-For of any peer
+                # on 127.0.0.1 (its FORWARDED_ALLOW_IPS): client_address.py decides instead.
+                proxy_headers=False,
                 # Long WatchGame streams should not hold up an exit: the page resumes them.
                 timeout_graceful_shutdown=2,
             )
@@ -197,10 +206,14 @@ def run(
     tls: TLS | None = None,
     operator_key: str | None = None,
     guard: HostGuard | None = None,
+    client: ClientAddress | None = None,
 ) -> None:
     asyncio.run(
-        serve(sock, engine_address, config, tls=tls, operator_key=operator_key, guard=guard)
-    )
+        serve(
+            sock, engine_address, config, tls=tls, operator_key=operator_key, guard=guard,
+            client=client,
+        )
+    )  # fmt: skip
 
 
 def open_browser(url: str) -> bool:

@@ -36,10 +36,13 @@ from engine_service.server import errors, validate
 from engine_service.server.dispatch import AnalysisUnavailable
 from engine_service.server.errors import Code, ServiceError, invalid, refused
 from engine_service.server.games import Games, require_turn
-from engine_service.server.limits import RateLimit
+from engine_service.server.limits import RateLimit, refuse_after_pause
 
 log = logging.getLogger("ascension.engine.analysis")
 
+# A search must start this long before the engine's wait ends (the reply's way back, the
+# process's start-up): one that cannot is dropped unsearched by the worker.
+START_MARGIN_SECONDS = 0.5
 POLL_SECONDS = 0.1  # how often a replica waiting for a relayed answer looks in the store
 REPLY_KEY = "an:"  # store reply keys: an:<analysis id>
 MAX_CANDIDATES = 4096  # more than any position has legal actions
@@ -56,6 +59,7 @@ class AnalysisSettings:
     max_in_flight: int = 32  # analyses waited for at once by one replica; 0 = no cap
     max_iterations: int = 0  # search iterations; 0 = the budget alone bounds the search
     grace_seconds: float = 5.0  # waited beyond the budget (queueing, transfer) before giving up
+    refusal_pause: float = 1.0  # seconds before a refusal by the seat's own limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,12 +147,15 @@ class Analyses:
         require_turn(state, seat, "; hints are for the seat to move")
         seat_key = f"{req.game_id}/{seat}"
         if seat_key in self._running:
-            raise refused(
-                Code.RESOURCE_EXHAUSTED,
-                "ANALYSIS_IN_PROGRESS",
-                f"an analysis of seat {seat} is still running: wait for its answer "
-                "(one at a time per seat)",
-                seat=seat,
+            await refuse_after_pause(
+                refused(
+                    Code.RESOURCE_EXHAUSTED,
+                    "ANALYSIS_IN_PROGRESS",
+                    f"an analysis of seat {seat} is still running: wait for its answer "
+                    "(one at a time per seat)",
+                    seat=seat,
+                ),
+                self.settings.refusal_pause,
             )
         limit = self.settings.max_in_flight
         if limit and len(self._running) >= limit:
@@ -161,15 +168,26 @@ class Analyses:
                 cap=limit,
             )
         if self._rate is not None:  # last: a call refused above does not count
-            self._rate.take(f"game {req.game_id} seat {seat}")
+            try:
+                self._rate.take(f"game {req.game_id} seat {seat}")
+            except ServiceError as e:
+                await refuse_after_pause(e, self.settings.refusal_pause)
         budget = min(req.budget_ms or cap, cap)
         legal = rules.legal_actions(state)
+        view = rules.view(state, seat)
+        # The seat's one analysis lasts as long as its search, whether or not the caller
+        # still waits for it: a cancelled call does not free the seat to ask again while its
+        # search is queued or running.
+        search = asyncio.ensure_future(self.search(req.game_id, version, view, legal, budget))
         self._running.add(seat_key)
-        try:
-            view = rules.view(state, seat)
-            answer, waited = await self.search(req.game_id, version, view, legal, budget)
-        finally:
+
+        def ended(t: asyncio.Future[tuple[Answer, float]]) -> None:
             self._running.discard(seat_key)
+            if not t.cancelled():
+                t.exception()  # (retrieved: the caller may have gone)
+
+        search.add_done_callback(ended)
+        answer, waited = await asyncio.shield(search)
         return self._response(version, seat, budget, state, legal, answer, waited)
 
     async def search(
@@ -180,14 +198,22 @@ class Analyses:
         legal: list[int],
         budget_ms: int,
         iterations: int | None = None,
+        batch: bool = False,
     ) -> tuple[Answer, float]:
         """One search of ``view`` (what its seat may know at ``version``) on the AI workers,
         within ``budget_ms`` (and ``iterations``: default, this server's analysis setting);
-        the answer and the seconds waited. Raises the ServiceError to answer with when no
-        worker answers in time, or the search failed."""
+        the answer and the seconds waited. ``batch``: nobody waits at a table for it (a
+        review's): the workers take hints first. Raises the ServiceError to answer with when no
+        worker answers in time, or the search failed.
+
+        A worker starts the search only while it can still answer before the engine stops
+        waiting (``expires_at``: the grace less ``START_MARGIN_SECONDS``); later, it drops it
+        unsearched. So a search never runs past the wait that counts it (a hint's seat, a
+        review's caller, the caps)."""
         seat = view.seat
         analysis_id = secrets.token_hex(8)
-        seconds = budget_ms / 1000 + self.settings.grace_seconds
+        grace = self.settings.grace_seconds
+        seconds = budget_ms / 1000 + grace
         now = time.time()
         payload = {
             "analysis_id": analysis_id,
@@ -202,8 +228,9 @@ class Analyses:
             "seed": ANALYSIS_SEED,
             "engine_address": self.games.engine_address,
             "enqueued_at": now,
-            "expires_at": now + seconds,
+            "expires_at": now + max(grace / 2, grace - START_MARGIN_SECONDS),
             "reply_seconds": seconds,
+            "batch": batch,
         }
         loop = asyncio.get_running_loop()
         started = loop.time()

@@ -29,7 +29,9 @@ from engine_service.server.losses import describe
 from engine_service.server.metrics import Metrics
 from engine_service.server.review import Reviews
 from engine_service.server.service import SERVICE, EngineService, GuardedServer, add_to_server
+from engine_service.server.store_probe import probe_store
 from engine_service.server.sweeper import Sweeper
+from engine_service.server.tls import server_tls
 from engine_service.server.tokens import CredentialedDispatcher
 from engine_service.server.watch import WatchHub, WatchLimits
 from engine_service.store import CachingStore, Store, StoreError, StoreSettings, open_store
@@ -162,9 +164,12 @@ def build_store(settings: Settings, metrics: Metrics) -> CachingStore:
         client=settings.redis_client,
     )
 
-    def on_rollback(game_id: str, lost: Lost) -> None:
-        metrics.rollbacks_detected.inc()
-        rollback_log.warning("%s", describe(game_id, lost))
+    def on_rollback(game_id: str, lost: Lost, counted: bool) -> None:
+        if counted:  # (the first replica to find this loss: the sum over replicas is one)
+            metrics.rollbacks_detected.inc()
+        rollback_log.warning(
+            "%s%s", describe(game_id, lost), "" if counted else " (counted by another replica)"
+        )
 
     return CachingStore(TimedStore(inner, metrics.observe_store), on_rollback)
 
@@ -199,7 +204,14 @@ async def serve(
     store = build_store(settings, metrics)
     server = aio.server(options=server_options(settings))
     listen = f"{settings.host}:{settings.grpc_port}"
-    credentials = settings.server_credentials()  # TLS (mTLS with a client CA), or None
+    tls = server_tls(  # TLS (mTLS with a client CA) that follows renewed files, or None
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        settings.tls_client_ca_file,
+        settings.tls_reload_seconds,
+        metrics,
+    )
+    credentials = tls.credentials() if tls is not None else None
     try:
         if credentials is None:
             port = server.add_insecure_port(listen)
@@ -221,6 +233,7 @@ async def serve(
             settings.local_ai_target,
             settings.local_ai_processes,
             message_ttl(settings.ai_stall_seconds) if settings.ai_sweep_seconds > 0 else 0.0,
+            settings.local_analysis_processes,
         ),
         ai_credentials,
     )
@@ -270,6 +283,8 @@ async def serve(
     for name in ("", SERVICE):
         await health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     stop = stop or asyncio.Event()
+    tls_stop = asyncio.Event()
+    tls_checks = asyncio.ensure_future(tls.run(tls_stop)) if tls is not None else None
     drain = [False]
 
     def on_signal(sig: signal.Signals) -> None:
@@ -295,6 +310,16 @@ async def serve(
         )
         warn_if_exposed(settings, address)
     where = redis_urls.redacted(settings.redis_url) if settings.redis_url else "in process"
+    probe_stop = asyncio.Event()
+    probe = asyncio.ensure_future(
+        probe_store(
+            store,
+            metrics.store_up,
+            probe_stop,
+            settings.store_probe_seconds,
+            settings.redis_timeout_seconds + 1.0,
+        )
+    )
     waiting = asyncio.ensure_future(_wait_for_store(store, where, settings.store_startup_seconds))
     stopping = asyncio.ensure_future(stop.wait())
     await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -302,6 +327,11 @@ async def serve(
     if not waiting.done():
         waiting.cancel()  # stopped before the store answered
     elif waiting.exception() is not None:
+        tls_stop.set()
+        if tls_checks is not None:
+            await tls_checks
+        probe_stop.set()
+        await probe
         await server.stop(0)
         await dispatcher.close()
         await store.close()
@@ -340,9 +370,14 @@ async def serve(
     await hub.stop()
     await health.close_streams()
     await server.stop(settings.shutdown_grace_seconds)
+    tls_stop.set()
+    if tls_checks is not None:
+        await tls_checks
     housekeeping_stop.set()
     if chores is not None:
         await chores
+    probe_stop.set()
+    await probe
     await dispatcher.close()
     await store.close()
     log.info("stopped")

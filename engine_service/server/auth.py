@@ -38,6 +38,20 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode()).digest()
 
 
+def digests(keys: Iterable[str]) -> tuple[bytes, ...]:
+    """What the server keeps of its keys: their SHA-256 digests."""
+    return tuple(_digest(k) for k in keys)
+
+
+def known(key: str, key_digests: Iterable[bytes]) -> bool:
+    """Is ``key`` one of the keys, compared by digest in constant time."""
+    d = _digest(key)
+    found = False
+    for k in key_digests:  # no early exit: same time whichever key matches
+        found |= hmac.compare_digest(d, k)
+    return found
+
+
 def bearer(metadata: Iterable[Any] | None) -> str | None:
     """The key of an ``authorization: Bearer <key>`` header, if any."""
     for item in metadata or ():
@@ -60,7 +74,7 @@ class Access:
 
     @staticmethod
     def of(keys: Iterable[str], public_create: bool, caller_seeds: str) -> Access:
-        return Access(tuple(_digest(k) for k in keys), public_create, caller_seeds)
+        return Access(digests(keys), public_create, caller_seeds)
 
     @property
     def closed(self) -> bool:
@@ -68,11 +82,7 @@ class Access:
         return bool(self.key_digests)
 
     def _known(self, key: str) -> bool:
-        d = _digest(key)
-        found = False
-        for known in self.key_digests:  # no early exit: same time whichever key matches
-            found |= hmac.compare_digest(d, known)
-        return found
+        return known(key, self.key_digests)
 
     def operator(self, context: Any, call: str, *, required: bool) -> bool:
         """True when the call carries a valid operator key. ``required`` (and the server has

@@ -61,6 +61,15 @@ def for_difficulty(level: str, seed: int = 0, exploration: float = 0.0) -> BotCo
     return BotConfig(d.bot, d.iterations, d.time_ms, seed, exploration)
 
 
+def difficulty_of(bot: BotConfig) -> str:
+    """The level whose bot and budget ``bot`` plays with ("" when none): what a seat created
+    with ``difficulty`` shows (the level's settings are stored, not its name)."""
+    for level, d in DIFFICULTIES.items():
+        if (bot.name, bot.iterations, bot.time_ms) == (d.bot, d.iterations, d.time_ms):
+            return level
+    return ""
+
+
 def registered_bots() -> tuple[str, ...]:
     """The names AI seats may use: every registered bot, or the built-ins when nothing is
     registered in this environment."""

@@ -30,10 +30,10 @@ from engine_service.server.auth import (
 )
 from engine_service.server.bots import MAX_TIME_MS
 from engine_service.server.callers import DEFAULT_HEADER, Callers, parse_networks
-from engine_service.server.grpc_compat import grpc
 from engine_service.server.limits import CallLimits, per_minute, per_second
 from engine_service.server.review import ReviewSettings
 from engine_service.server.tokens import AiCredentials
+from engine_service.tls_files import DEFAULT_RELOAD_SECONDS
 
 
 def boolean(raw: str) -> bool:
@@ -101,6 +101,13 @@ OPTIONS: tuple[Option, ...] = (
         float,
         0.0,
         "at start, how long to wait for the store (0 = as long as it takes)",
+    ),
+    Option(
+        "ENGINE_STORE_PROBE_SECONDS",
+        "store_probe_seconds",
+        float,
+        10.0,
+        "how often each server process PINGs the store (the gauge ascension_store_up)",
     ),
     Option(
         "ENGINE_HOST",
@@ -203,6 +210,7 @@ OPTIONS: tuple[Option, ...] = (
         "embedded AI",
     ),
     Option("ENGINE_LOCAL_AI_PROCESSES", "local_ai_processes", int, 1, "embedded AI processes"),
+    Option("ENGINE_LOCAL_ANALYSIS_PROCESSES", "local_analysis_processes", int, 1, "embedded processes for hints and review searches"),
     Option(
         "ENGINE_AI_SWEEP_SECONDS", "ai_sweep_seconds", float, 30.0, "AI sweeper period (0 disables)"
     ),
@@ -228,6 +236,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_TLS_CERT_FILE", "tls_cert_file", str, "", "PEM certificate (chain) of the gRPC port; unset = plaintext"),
     Option("ENGINE_TLS_KEY_FILE", "tls_key_file", str, "", "PEM private key of ENGINE_TLS_CERT_FILE"),
     Option("ENGINE_TLS_CLIENT_CA_FILE", "tls_client_ca_file", str, "", "PEM CA bundle: clients must present a certificate it signed (mTLS)"),
+    Option("ENGINE_TLS_RELOAD_SECONDS", "tls_reload_seconds", float, DEFAULT_RELOAD_SECONDS, "how often the TLS files are checked for renewed ones (0 = read once, at start)"),
     Option("ENGINE_OPERATOR_KEYS", "operator_keys", str, "", "operator keys (comma or newline separated); unset = open server", secret=True),
     Option("ENGINE_PUBLIC_CREATE", "public_create", boolean, False, "with operator keys: CreateGame needs none"),
     Option("ENGINE_CALLER_SEEDS", "caller_seeds", str, SEEDS_OPERATOR, "who may choose the seed of a game with a human seat: operator or anyone"),
@@ -236,6 +245,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_MAX_LIVE_GAMES", "max_live_games", int, 10000, "games not over the store may hold (0 = no cap)"),
     Option("ENGINE_TRUSTED_PROXIES", "trusted_proxies", str, "", "proxies (comma-separated CIDRs) whose client address header the per-caller limits key on; unset = the peer address"),
     Option("ENGINE_CLIENT_ADDRESS_HEADER", "client_address_header", str, DEFAULT_HEADER, "the header the trusted proxies set (the right-most address not a trusted proxy is the caller's)"),
+    Option("ENGINE_GATEWAY_KEYS", "gateway_keys", str, "", "keys of the browser gateways (comma or newline separated): a call with one counts as the client address it names", secret=True),
     Option("ENGINE_AI_TOKEN_KEYS", "ai_token_keys", str, "", "HMAC keys of AI move credentials (first signs); unset = one per process", secret=True),
     Option("ENGINE_AI_CREDENTIAL_TTL_SECONDS", "ai_credential_ttl_seconds", float, 900.0, "lifetime of an AI move credential"),
     Option("ENGINE_ANALYSIS_MAX_BUDGET_MS", "analysis_max_budget_ms", int, 2000, "cap of an AnalyzePosition search's time (0 = no hints)"),
@@ -243,10 +253,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_ANALYSIS_MAX_IN_FLIGHT", "analysis_max_in_flight", int, 32, "analyses one server process waits for at once (0 = no cap)"),
     Option("ENGINE_ANALYSIS_MAX_ITERATIONS", "analysis_max_iterations", int, 0, "search iterations of an analysis (0 = the time budget alone)"),
     Option("ENGINE_ANALYSIS_GRACE_SECONDS", "analysis_grace_seconds", float, 5.0, "waited beyond an analysis's budget for the workers' answer"),
+    Option("ENGINE_REFUSAL_PAUSE_SECONDS", "refusal_pause_seconds", float, 1.0, "how long a hint or review refused by the caller's own limits waits for its answer"),
     # -- game reviews (ReviewGame; docs/bots.md, "Game review") --
     Option("ENGINE_REVIEW_MAX_BUDGET_MS", "review_max_budget_ms", int, 1000, "cap of a ReviewGame search's time per decision (0 = no reviews)"),
     Option("ENGINE_REVIEW_BUDGET_MS", "review_budget_ms", int, 250, "search time per decision of a ReviewGame that asks for none"),
     Option("ENGINE_REVIEW_PER_CALLER", "review_per_caller", int, 1, "reviews in flight per caller: a seat, an admin token, an operator key (0 = no limit)"),
+    Option("ENGINE_REVIEW_PER_MINUTE", "review_per_minute", int, 10, "ReviewGame starts per minute per caller (0 = no limit)"),
     Option("ENGINE_REVIEW_MAX_TOTAL_MS", "review_max_total_ms", int, 600000, "search time the reviews in flight on one server process may still need (0 = no cap)"),
     Option("ENGINE_REVIEW_PARALLEL", "review_parallel", int, 2, "decisions of one review searched at once"),
     Option("REDIS_USERNAME", "redis_username", str, "", "Redis ACL user (if REDIS_URL names none)"),
@@ -266,6 +278,7 @@ class Settings:
     redis_retry_seconds: float = 5.0
     redis_client: str = "hand"
     store_startup_seconds: float = 0.0
+    store_probe_seconds: float = 10.0
     host: str = "127.0.0.1"
     event_loop: str = "auto"
     processes: int = 1
@@ -286,6 +299,7 @@ class Settings:
     max_pending_calls: int = 20000
     local_ai_target: str = "ai_workers.runner:play_move"
     local_ai_processes: int = 1
+    local_analysis_processes: int = 1
     ai_sweep_seconds: float = 30.0
     ai_stall_seconds: float = 60.0
     ai_max_dispatches: int = 3
@@ -294,6 +308,7 @@ class Settings:
     tls_cert_file: str = ""
     tls_key_file: str = ""
     tls_client_ca_file: str = ""
+    tls_reload_seconds: float = DEFAULT_RELOAD_SECONDS
     operator_keys: str = field(default="", repr=False)
     public_create: bool = False
     caller_seeds: str = SEEDS_OPERATOR
@@ -302,6 +317,7 @@ class Settings:
     max_live_games: int = 10000
     trusted_proxies: str = ""
     client_address_header: str = DEFAULT_HEADER
+    gateway_keys: str = field(default="", repr=False)
     ai_token_keys: str = field(default="", repr=False)
     ai_credential_ttl_seconds: float = 900.0
     analysis_max_budget_ms: int = 2000
@@ -309,9 +325,11 @@ class Settings:
     analysis_max_in_flight: int = 32
     analysis_max_iterations: int = 0
     analysis_grace_seconds: float = 5.0
+    refusal_pause_seconds: float = 1.0
     review_max_budget_ms: int = 1000
     review_budget_ms: int = 250
     review_per_caller: int = 1
+    review_per_minute: int = 10
     review_max_total_ms: int = 600000
     review_parallel: int = 2
     redis_username: str = ""
@@ -350,20 +368,13 @@ class Settings:
         ttl = self.ai_credential_ttl_seconds
         return AiCredentials(keys, ttl) if keys else AiCredentials.generate(ttl)
 
-    def server_credentials(self) -> Any:
-        """gRPC TLS credentials of the port (None: plaintext); with a client CA, mTLS."""
-        if not self.tls_cert_file:
-            return None
-        ca = Path(self.tls_client_ca_file).read_bytes() if self.tls_client_ca_file else None
-        return grpc.ssl_server_credentials(
-            [(Path(self.tls_key_file).read_bytes(), Path(self.tls_cert_file).read_bytes())],
-            root_certificates=ca,
-            require_client_auth=ca is not None,
-        )
-
     def callers(self) -> Callers:
         """Who a call counts as for the per-caller limits."""
-        return Callers(parse_networks(self.trusted_proxies), self.client_address_header)
+        return Callers(
+            parse_networks(self.trusted_proxies),
+            self.client_address_header,
+            parse_keys(self.gateway_keys),
+        )
 
     def call_limits(self) -> CallLimits:
         return CallLimits(
@@ -383,6 +394,7 @@ class Settings:
             max_in_flight=self.analysis_max_in_flight,
             max_iterations=self.analysis_max_iterations,
             grace_seconds=self.analysis_grace_seconds,
+            refusal_pause=self.refusal_pause_seconds,
         )
 
     def review_settings(self) -> ReviewSettings:
@@ -390,8 +402,10 @@ class Settings:
             max_budget_ms=self.review_max_budget_ms,
             budget_ms=self.review_budget_ms,
             per_caller=self.review_per_caller,
+            per_minute=self.review_per_minute,
             max_total_ms=self.review_max_total_ms,
             parallel=self.review_parallel,
+            refusal_pause=self.refusal_pause_seconds,
         )
 
     @property
@@ -428,6 +442,7 @@ class Settings:
             ("ENGINE_MAX_MESSAGE_BYTES", self.max_message_bytes),
             ("ENGINE_STREAM_MAXLEN", self.stream_maxlen),
             ("ENGINE_LOCAL_AI_PROCESSES", self.local_ai_processes),
+            ("ENGINE_LOCAL_ANALYSIS_PROCESSES", self.local_analysis_processes),
             ("ENGINE_PROCESSES", self.processes),
         ):
             if value < 1:
@@ -449,10 +464,13 @@ class Settings:
             ("ENGINE_REDIS_TIMEOUT_SECONDS", self.redis_timeout_seconds),
             ("ENGINE_REDIS_RETRY_SECONDS", self.redis_retry_seconds),
             ("ENGINE_STORE_STARTUP_SECONDS", self.store_startup_seconds),
+            ("ENGINE_TLS_RELOAD_SECONDS", self.tls_reload_seconds),
             ("ENGINE_REDIS_WAIT_REPLICAS", float(self.redis_wait_replicas)),
         ):
             if fvalue < 0:
                 problems.append(f"{name} must not be negative")
+        if not self.store_probe_seconds > 0:
+            problems.append("ENGINE_STORE_PROBE_SECONDS must be more than 0")
         if self.ai_max_dispatches < 0:
             problems.append("ENGINE_AI_MAX_DISPATCHES must be 0 (never) or more")
         if ":" not in self.local_ai_target:
@@ -537,6 +555,7 @@ class Settings:
         for name, keys, least in (
             ("ENGINE_OPERATOR_KEYS", parse_keys(self.operator_keys), MIN_KEY_CHARS),
             ("ENGINE_AI_TOKEN_KEYS", parse_keys(self.ai_token_keys), tokens.MIN_KEY_CHARS),
+            ("ENGINE_GATEWAY_KEYS", parse_keys(self.gateway_keys), MIN_KEY_CHARS),
         ):
             if any(len(k) < least for k in keys):
                 problems.append(f"{name}: every key needs at least {least} characters")
@@ -572,6 +591,8 @@ class Settings:
                 problems.append(f"{name} must not be negative")
         if not 0 < self.analysis_grace_seconds <= 600:
             problems.append("ENGINE_ANALYSIS_GRACE_SECONDS must be above 0 and at most 600")
+        if not 0 <= self.refusal_pause_seconds <= 10:
+            problems.append("ENGINE_REFUSAL_PAUSE_SECONDS must be 0 to 10")
         problems.extend(self._review_problems())
         return problems
 
@@ -583,6 +604,7 @@ class Settings:
             problems.append(f"ENGINE_REVIEW_BUDGET_MS must be 1 to {MAX_TIME_MS}")
         for name, value in (
             ("ENGINE_REVIEW_PER_CALLER", self.review_per_caller),
+            ("ENGINE_REVIEW_PER_MINUTE", self.review_per_minute),
             ("ENGINE_REVIEW_MAX_TOTAL_MS", self.review_max_total_ms),
         ):
             if value < 0:

@@ -28,6 +28,7 @@ from engine_service.rules.state import (
 )
 from engine_service.rules.tables import default_tables
 from engine_service.rules.view import view_bytes
+from engine_service.server.bots import difficulty_of
 from engine_service.server.fallbacks import Fallbacks
 from engine_service.server.meta import AI, GameMeta, Seat
 
@@ -226,6 +227,7 @@ def _add_seat_info(out: Any, meta: GameMeta, fallbacks: Fallbacks | None = None)
             kind=_seat_kind(s),
             name=s.name,
             bot_name=s.bot.name if s.bot is not None else "",
+            difficulty=difficulty_of(s.bot) if s.bot is not None else "",
         )
         f = fallbacks.get(i) if fallbacks else None
         if f is not None:

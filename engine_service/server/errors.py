@@ -56,9 +56,11 @@ REASONS: dict[str, tuple[Code, str]] = {
     "OPERATOR_CREDENTIAL_REQUIRED": (Code.UNAUTHENTICATED, "the call needs `authorization: Bearer <operator key>`"),
     "UNKNOWN_OPERATOR_KEY": (Code.UNAUTHENTICATED, "the bearer key is not one of the server's operator keys"),
     "AI_CREDENTIAL_EXPIRED": (Code.UNAUTHENTICATED, "an AI move credential past its lifetime"),
+    "UNKNOWN_GATEWAY_KEY": (Code.UNAUTHENTICATED, "the gateway key in `ascension-gateway-key` is not one of the server's gateway keys"),
     "ADMIN_TOKEN_REQUIRED": (Code.PERMISSION_DENIED, "a seat token cannot delete a game"),
     "SEED_NEEDS_OPERATOR": (Code.PERMISSION_DENIED, "choosing the seed of a game with a human seat needs an operator credential"),
     "REVIEW_OTHER_SEAT": (Code.PERMISSION_DENIED, "a seat token reviews its own seat only (metadata: seat)"),
+    "AI_SEAT_PLAYED_BY_WORKER": (Code.PERMISSION_DENIED, "a stored token cannot submit for a seat while it is an AI seat: its worker plays it, with the one-move credential the engine sends (metadata: seat)"),
     "NOT_YOUR_TURN": (Code.FAILED_PRECONDITION, "another seat is to move (metadata: to_move)"),
     "ILLEGAL_ACTION": (Code.FAILED_PRECONDITION, "the rules refuse the action now (the message says why)"),
     "GAME_OVER": (Code.FAILED_PRECONDITION, "the game is over"),
@@ -210,6 +212,17 @@ def token_required(field: str = "token", what: str = "the seat token CreateGame 
 
 def unknown_token(message: str = "token does not match any seat of this game") -> ServiceError:
     return refused(Code.UNAUTHENTICATED, "UNKNOWN_TOKEN", message)
+
+
+def ai_seat_played_by_worker(seat: int) -> ServiceError:
+    return refused(
+        Code.PERMISSION_DENIED,
+        "AI_SEAT_PLAYED_BY_WORKER",
+        f"seat {seat} is an AI seat: it is played by its worker, with the one-move credential the "
+        "engine sends with each of its moves; a stored token cannot submit for it (nor report a "
+        "fallback move)",
+        seat=seat,
+    )
 
 
 def not_your_turn(to_move: int, what: str) -> ServiceError:

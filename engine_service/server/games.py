@@ -26,7 +26,7 @@ from engine_service.server.dispatch import Dispatcher, trace_attributes
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
 from engine_service.server.limits import LogLimiter
-from engine_service.server.meta import GameMeta, MetaCache, UnreadableMeta
+from engine_service.server.meta import AI, GameMeta, MetaCache, UnreadableMeta
 from engine_service.server.metrics import Metrics
 from engine_service.server.state_cache import StateCache
 from engine_service.server.sweeper import encode_payload
@@ -116,6 +116,20 @@ class Games:
         except fallbacks.DamagedRecord as e:
             raise errors.unreadable_game(rec.game_id, str(e)) from e
 
+    @staticmethod
+    def _may_act(token: str, meta: GameMeta, seat: int) -> None:
+        """Who plays ``seat`` now: while it is an AI seat, only its worker, with the move
+        credential the engine sent it (a stored token, seat's or admin's, never: whoever
+        created the game holds them); otherwise its seat token."""
+        ai_seat = meta.is_ai(seat)
+        if tokens.is_ai_credential(token):
+            if not ai_seat:
+                raise errors.unknown_token(
+                    f"an AI move credential plays an AI seat only, and seat {seat} is not one"
+                )
+        elif ai_seat:
+            raise errors.ai_seat_played_by_worker(seat)
+
     def _seat(
         self, token: str, meta: GameMeta, game_id: str, version: int, *, required: bool
     ) -> int:
@@ -153,9 +167,12 @@ class Games:
     @staticmethod
     def _held(req: epb.SubmitActionRequest, meta: GameMeta, seat: int) -> tuple[int, ...]:
         """The seats of ``req.seat_tokens`` (the acting ``seat`` when its token is among them),
-        each of which must be a seat token of this game."""
+        each of which must be a seat token of this game; empty entries (CreateGame's for AI
+        seats: ``seat_tokens`` passed back whole) are no token and skipped."""
         held = []
         for i, t in enumerate(req.seat_tokens):
+            if not t:
+                continue
             s = seat if t == req.token else tokens.seat_of(t, meta.token_digests)
             if s is None:
                 raise errors.unknown_token(f"seat_tokens[{i}] does not match any seat of this game")
@@ -208,14 +225,15 @@ class Games:
         now = time.time()
         now_ms = int(now * 1000)
         game_id = new_game_id(now_ms)
-        seat_tokens = [tokens.new_token() for _ in seats]
+        # No token for an AI seat: its worker plays it with a credential per move (tokens.py).
+        seat_tokens = ["" if s.kind == AI else tokens.new_token() for s in seats]
         admin_token = tokens.new_token()
         meta = GameMeta(
             sets=sets,
             players=len(seats),
             seed=seed,
             seats=seats,
-            token_digests=tuple(tokens.digest(t) for t in seat_tokens),
+            token_digests=tuple(tokens.digest(t) if t else "" for t in seat_tokens),
             admin_digest=tokens.digest(admin_token),
             created_ms=now_ms,
         )
@@ -364,6 +382,7 @@ class Games:
         self, req: epb.SubmitActionRequest, rec: GameRecord, meta: GameMeta, *, fresh: bool
     ) -> epb.SubmitActionResponse:
         seat = self._seat(req.token, meta, req.game_id, req.expected_version, required=True)
+        self._may_act(req.token, meta, seat)
         if req.fallback_reason and not meta.is_ai(seat):
             raise invalid(
                 "fallback_reason",
@@ -385,7 +404,7 @@ class Games:
         state = self._state(rec)
         legal = self.states.legal_actions(rec.game_id, rec.commit_id, state)
         s = self._playable(state, seat, req.action, legal)
-        return await self._apply(req, rec, meta, seat, s, held)
+        return await self._apply(req, rec, meta, seat, s, held, len(legal))
 
     @staticmethod
     def _fingerprint(seat: int, req: epb.SubmitActionRequest) -> bytes:
@@ -418,17 +437,19 @@ class Games:
         seat: int,
         s: rules.State,
         held: tuple[int, ...],
+        choices: int,
     ) -> epb.SubmitActionResponse:
         """Play ``req.action`` on ``s`` (the record's state, checked playable) and write the
         result if the game is still at the record's version and commit id; answer with the
-        view of ``seat``, or of the seat to move if it is ``held`` too."""
+        view of ``seat``, or of the seat to move if it is ``held`` too (``choices``: how many
+        legal actions the seat had)."""
         game_id, key, action = req.game_id, req.idempotency_key, req.action
         fingerprint = self._fingerprint(seat, req)
         version = rec.version + 1
         commit_id = chained_commit_id(rec.commit_id, seat, action)
         resp = epb.SubmitActionResponse()  # filled in place: its fields are not copied
         upd = resp.update
-        history.played(upd, game_id, version, seat, action, s)
+        history.played(upd, game_id, version, seat, action, s, choices)
         upd.commit_id = commit_id
         upd.parent_commit_id = rec.commit_id
         now = time.time()

@@ -44,13 +44,24 @@ def created(game_id: str, s: rules.State) -> pb.GameUpdate:
 
 
 def played(
-    u: pb.GameUpdate, game_id: str, version: int, seat: int, action: int, s: rules.State
+    u: pb.GameUpdate,
+    game_id: str,
+    version: int,
+    seat: int,
+    action: int,
+    s: rules.State,
+    choices: int | None = None,
 ) -> None:
     """Play ``action`` (legal: checked by the caller) on ``s`` and fill the empty update ``u``
-    with what ``version`` did."""
+    with what ``version`` did; ``choices``: how many legal actions the seat had (counted here
+    when not given)."""
+    if choices is None:
+        choices = len(rules.legal_actions(s))
     description = rules.describe_action(s, action)
     evs = rules.apply_unchecked(s, action)
     convert.fill_update(u, game_id, version, seat, action, description, s, evs)
+    if choices == 1:
+        u.forced = True
 
 
 class _Replay:

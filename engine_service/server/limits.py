@@ -8,6 +8,7 @@ often (docs/security.md).
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import math
@@ -15,6 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from engine_service.server.errors import Code, ServiceError
 
@@ -92,6 +94,17 @@ class RateLimit:
                 retry_after=wait,
             )
         self._buckets[peer] = (tokens - 1.0, now)
+
+
+async def refuse_after_pause(err: ServiceError, pause: float) -> NoReturn:
+    """Raise ``err``, a refusal by the caller's own limit (its calls in flight, its rate), after
+    ``pause`` seconds (its retry-after when shorter). A client that asks again as soon as it is
+    refused then costs the server one call per pause, not one per round trip: a flood of
+    refused calls from a few connections cannot take the CPU the other players' calls need."""
+    wait = pause if err.retry_after is None else min(pause, err.retry_after)
+    if wait > 0:
+        await asyncio.sleep(wait)
+    raise err
 
 
 def per_minute(setting: str, method: str, n: int) -> RateLimit | None:

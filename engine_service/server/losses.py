@@ -10,8 +10,9 @@ the two part, else a lower bound, said as such ("at least").
 Games: a game this replica served lately that the store no longer holds is lost, unless it
 was deleted (``DeleteGame`` leaves a tombstone beside it for as long as a replica may remember
 the game) or may have expired (a move of it is known to have happened less than its time to
-live ago). Each lost game is counted once per server process in
-``ascension_store_games_lost_total`` and logged; an id never served here stays NOT_FOUND.
+live ago). Each lost game is counted once in ``ascension_store_games_lost_total`` summed over
+the replicas, by the first replica to find it gone (its claim in the store wins), and logged by
+each replica that finds it; an id never served here stays NOT_FOUND.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 from engine_service.server.errors import Code, ServiceError, not_found, refused
 from engine_service.server.limits import LogLimiter
 from engine_service.server.metrics import Metrics
-from engine_service.store import CachingStore, Store
+from engine_service.store import WHOLE_GAME, CachingStore, Store
 from engine_service.store.seen import RECENT_SECONDS, Lost, Mark
 
 log = logging.getLogger("ascension.engine.store")
@@ -144,14 +145,17 @@ class Losses:
             return not_found(game_id)
         ago = max(0.0, time.time() - gone.seen_at)
         if gone.first_report:
-            self.metrics.games_lost.inc()
+            counted = await self.cache.claim(game_id, WHOLE_GAME)
+            if counted:
+                self.metrics.games_lost.inc()
             gone_log.warning(
                 "game %s: the store lost the whole game: this replica saw version %d (commit "
-                "%s) %.0fs ago; it was not deleted and cannot have expired",
+                "%s) %.0fs ago; it was not deleted and cannot have expired%s",
                 game_id,
                 gone.version,
                 gone.commit_id,
                 ago,
+                "" if counted else " (counted by another replica)",
             )
         return refused(
             Code.DATA_LOSS,

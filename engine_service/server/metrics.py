@@ -54,6 +54,9 @@ LIMIT_REFUSALS = (
     ("RATE_LIMITED", "ENGINE_LIMIT_SUBMIT_PER_SECOND"),
     ("RATE_LIMITED", "ENGINE_WATCH_REBUILDS_PER_MINUTE"),
     ("RATE_LIMITED", "ENGINE_ANALYSIS_PER_MINUTE"),
+    ("RATE_LIMITED", "ENGINE_REVIEW_PER_MINUTE"),
+    ("REVIEW_IN_PROGRESS", "ENGINE_REVIEW_PER_CALLER"),
+    ("REVIEW_CAPACITY", "ENGINE_REVIEW_MAX_TOTAL_MS"),
     ("STREAM_LIMIT", "ENGINE_WATCH_MAX_STREAMS"),
     ("STREAM_LIMIT", "ENGINE_WATCH_MAX_STREAMS_PER_PEER"),
     ("LIVE_GAMES_LIMIT", "ENGINE_MAX_LIVE_GAMES"),
@@ -127,6 +130,14 @@ class Metrics:
             registry=r,
             multiprocess_mode="livemax",
         )
+        # 1 while this process's last look at the store (a PING every few seconds,
+        # engine_service/server/store_probe.py) was answered; the pod's is its worst process's.
+        self.store_up = Gauge(
+            "ascension_store_up",
+            "1 if the store answered this process's last health probe (a PING), else 0",
+            registry=r,
+            multiprocess_mode="livemin",
+        )
         self.ai_enqueued = Counter(
             "ascension_ai_moves_enqueued",
             "AI moves dispatched (incl. re-dispatches)",
@@ -148,15 +159,17 @@ class Metrics:
 
         self.rollbacks_detected = Counter(
             "ascension_store_rollbacks_detected",
-            "times a replica found the store holding an older history than it had seen "
-            "(a Redis rollback: snapshot restore, failover to a lagging replica, lost AOF tail)",
+            "histories of games the store lost, found by a replica that had seen them (a Redis "
+            "rollback: snapshot restore, failover to a lagging replica, lost AOF tail); each "
+            "loss counted once summed over the replicas, by the first replica to find it",
             registry=r,
         )
         self.games_lost = Counter(
             "ascension_store_games_lost",
             "games this replica served lately that the store no longer holds, though they were "
             "neither deleted nor can have expired (Redis restarted without its data, an older "
-            "snapshot restored, a failover); each counted once per server process",
+            "snapshot restored, a failover); each counted once summed over the replicas, by the "
+            "first replica to find it gone",
             registry=r,
         )
         self.watch_streams = Gauge(
@@ -187,6 +200,31 @@ class Metrics:
             "updates sent to watchers from a history rebuilt from the game's replay log (older "
             "than the store's window: a late spectator, or a stream that fell behind)",
             registry=r,
+        )
+
+        # TLS of the gRPC port (engine_service/server/tls.py); the workers export the same
+        # names for the client certificate they present (role client).
+        self.tls_expiry = Gauge(
+            "ascension_tls_certificate_expiry_timestamp_seconds",
+            "notAfter (Unix time) of the TLS certificate this process serves (role server) or "
+            "presents (role client): the one new connections get",
+            ["role"],
+            registry=r,
+            multiprocess_mode="livemin",
+        )
+        self.tls_reloads = Counter(
+            "ascension_tls_reloads",
+            "renewed TLS files taken (result loaded) or refused (result refused: a key not of "
+            "its certificate, an unreadable file; the set in use is kept)",
+            ["role", "result"],
+            registry=r,
+        )
+        self.tls_refused = Gauge(
+            "ascension_tls_files_refused",
+            "1 while the TLS files on disk differ from those in use and cannot be used",
+            ["role"],
+            registry=r,
+            multiprocess_mode="livemax",
         )
 
         # Children by label values: ``labels()`` costs a lock and a tuple build on every call.

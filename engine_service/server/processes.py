@@ -28,7 +28,6 @@ times the work.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import logging
 import multiprocessing
@@ -45,26 +44,17 @@ from types import FrameType
 from typing import Any
 
 from engine_service import rules, telemetry
+from engine_service.lifeline import die_with_parent
 from engine_service.server.config import Settings
 
 log = logging.getLogger("ascension.engine.processes")
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 KILL_AFTER_SECONDS = 15.0  # past drain and grace, a process still running is killed
-
-
-def _die_with_parent(parent: int) -> None:
-    """SIGTERM this process when the parent dies, even by SIGKILL (Linux): no orphan keeps
-    serving the port."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != parent:  # it died before that
-        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _child(settings: Settings, index: int, parent: int, announce: Connection) -> None:
     """One server process (spawned: a fresh interpreter, which imports prometheus_client
     with PROMETHEUS_MULTIPROC_DIR set)."""
-    _die_with_parent(parent)
+    die_with_parent(parent, signal.SIGTERM)  # a graceful stop, even when the parent was killed
     try:
         telemetry.configure_tracing("ascension-engine")
         telemetry.configure_logging(settings.log_level)

@@ -33,8 +33,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine_service import rules
@@ -44,9 +45,11 @@ from engine_service.server import convert, errors, tokens, validate
 from engine_service.server.analysis import Analyses, Answer
 from engine_service.server.auth import Access, bearer
 from engine_service.server.errors import Code, ServiceError, invalid, refused
+from engine_service.server.limits import RateLimit, refuse_after_pause
 from engine_service.server.meta import GameMeta
 from engine_service.store import StoreError, UnreadableData
-from engine_service.store.reviews import ReviewStore, field, review_store
+from engine_service.store.reviews import ReviewStore, review_store
+from engine_service.store.reviews import field as field_name
 
 log = logging.getLogger("ascension.engine.review")
 
@@ -77,6 +80,8 @@ class ReviewSettings:
     max_budget_ms: int = 1000  # the cap of a request's budget_ms (per decision); 0 = no reviews
     budget_ms: int = 250  # the budget of a request that gives none
     per_caller: int = 1  # reviews in flight per caller; 0 = no limit
+    per_minute: int = 10  # review starts per caller per minute; 0 = no limit
+    refusal_pause: float = 1.0  # seconds before a refusal by the caller's own limits
     max_total_ms: int = 600_000  # search time the reviews in flight may still need; 0 = no cap
     parallel: int = 2  # decisions of one review searched at once
 
@@ -195,6 +200,46 @@ def disabled(why: str) -> ServiceError:
     )
 
 
+@dataclass(eq=False)
+class Flight:
+    """A caller's review in flight: from its start until its stream has ended and every search
+    it started has ended too. A review cut short (cancelled, a dropped connection) leaves its
+    searches running: each is kept as it ends (a restart finds it), and its time stays
+    counted against the caller and the server's cap until then. A restart of the same review
+    (same caller, game and seat) takes the flight over and waits for those searches instead
+    of asking again."""
+
+    caller: str
+    game_id: str
+    seat: int
+    open: bool = True  # a stream is reading it
+    planned_ms: int = 0  # search time of the decisions its stream has still to start
+    # (version, budget) -> the search rating that decision, until it ends
+    searches: dict[tuple[int, int], asyncio.Task[epb.DecisionReview]] = field(
+        default_factory=dict
+    )
+
+    def reserved_ms(self) -> int:
+        return self.planned_ms + sum(b for _, b in self.searches)
+
+    def running(self) -> int:
+        return sum(not t.done() for t in self.searches.values())
+
+    def search_of(self, version: int, budget: int) -> asyncio.Task[epb.DecisionReview] | None:
+        """The search of the decision at ``version`` with at least ``budget``, running or just
+        ended with a rating (not one that failed)."""
+        return next(
+            (
+                t
+                for (v, b), t in self.searches.items()
+                if v == version
+                and b >= budget
+                and not (t.done() and (t.cancelled() or t.exception() is not None))
+            ),
+            None,
+        )
+
+
 class Reviews:
     def __init__(
         self,
@@ -202,14 +247,65 @@ class Reviews:
         settings: ReviewSettings | None = None,
         access: Access | None = None,
         store: ReviewStore | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.analyses = analyses
         self.games = analyses.games
         self.settings = settings or ReviewSettings()
         self.access = access or Access()
         self.store = store or review_store(self.games.store)
-        self._callers: dict[str, int] = {}  # caller -> reviews in flight
-        self._reserved_ms = 0  # search time the reviews in flight still need
+        n = self.settings.per_minute
+        self._starts = (
+            RateLimit(
+                "ENGINE_REVIEW_PER_MINUTE",
+                f"{n} ReviewGame starts per minute per caller",
+                n / 60.0,
+                float(n),
+                clock,
+            )
+            if n > 0
+            else None
+        )
+        self._flights: dict[str, list[Flight]] = {}  # caller -> its reviews in flight
+
+    def reserved_ms(self) -> int:
+        """Search time the reviews in flight on this process still need or are using."""
+        return sum(f.reserved_ms() for flights in self._flights.values() for f in flights)
+
+    def _adoptable(self, caller: str, game_id: str, seat: int) -> Flight | None:
+        """The caller's review of this seat cut short whose searches still run, if any."""
+        return next(
+            (
+                f
+                for f in self._flights.get(caller, ())
+                if not f.open and f.game_id == game_id and f.seat == seat
+            ),
+            None,
+        )
+
+    def _check_per_caller(self, caller: str, adopt: Flight | None) -> None:
+        limit = self.settings.per_caller
+        if not limit or adopt is not None or len(self._flights.get(caller, ())) < limit:
+            return
+        raise refused(
+            Code.RESOURCE_EXHAUSTED,
+            "REVIEW_IN_PROGRESS",
+            f"limit ENGINE_REVIEW_PER_CALLER: {limit} review(s) in flight per caller; wait "
+            "for the one running to end (a review cut short counts until the searches it "
+            "started have ended: at most its budget plus ENGINE_ANALYSIS_GRACE_SECONDS)",
+            limit="ENGINE_REVIEW_PER_CALLER",
+            cap=limit,
+        )
+
+    def _settle(self, flight: Flight) -> None:
+        """Forget ``flight`` once nothing reads it and none of its searches runs."""
+        if flight.open or flight.searches:
+            return
+        flights = self._flights.get(flight.caller)
+        if flights is not None and flight in flights:
+            flights.remove(flight)
+            if not flights:
+                del self._flights[flight.caller]
 
     # ---- who asks -----------------------------------------------------------------------
 
@@ -280,16 +376,13 @@ class Reviews:
         rec, meta = await self.games._load(req.game_id)
         caller, seat = self._caller(req, meta, rec.over, context)
         budget = min(req.budget_ms or st.budget_ms, st.max_budget_ms)
-        limit = st.per_caller
-        if limit and self._callers.get(caller, 0) >= limit:
-            raise refused(
-                Code.RESOURCE_EXHAUSTED,
-                "REVIEW_IN_PROGRESS",
-                f"limit ENGINE_REVIEW_PER_CALLER: {limit} review(s) in flight per caller; wait "
-                "for the one running to end (or cancel it)",
-                limit="ENGINE_REVIEW_PER_CALLER",
-                cap=limit,
-            )
+        try:
+            self._check_per_caller(caller, self._adoptable(caller, req.game_id, seat))
+            # Every start that gets this far costs a replay: counted, whatever follows.
+            if self._starts is not None:
+                self._starts.take(caller)
+        except ServiceError as e:
+            await refuse_after_pause(e, st.refusal_pause)
         try:
             entries = await self.games.store.action_log(req.game_id)
         except UnreadableData as e:
@@ -299,96 +392,128 @@ class Reviews:
         found = await asyncio.to_thread(decisions, meta, entries[: rec.version - 1], seat, final)
         if found is None:
             raise errors.unreadable_game(req.game_id, "its log does not replay to its stored state")
-        names = [field(seat, d.version) for d in found]
+        names = [field_name(seat, d.version) for d in found]
         kept = await self.store.get(req.game_id, names)
         done = [_stored(kept.get(n), budget) for n in names]
-        need = budget * sum(1 for r in done if r is None)
+        # From here to the flight's registration nothing awaits: the checks hold when it starts.
+        adopt = self._adoptable(caller, req.game_id, seat)
+        self._check_per_caller(caller, adopt)
+        todo = [i for i, r in enumerate(done) if r is None]
+        running = {
+            i: t
+            for i in todo
+            if adopt is not None and (t := adopt.search_of(found[i].version, budget)) is not None
+        }
+        need = budget * (len(todo) - len(running))
         cap = st.max_total_ms
-        if cap and need > cap:
+        if cap and budget * len(todo) > cap:
             raise invalid("budget_ms", f"{len(found)} decisions at {budget} ms need more search "
                           f"time than this server gives reviews (ENGINE_REVIEW_MAX_TOTAL_MS, {cap} ms): "
                           "ask with a smaller budget")  # fmt: skip
-        if cap and need and self._reserved_ms + need > cap:
+        reserved = self.reserved_ms()
+        if cap and need and reserved + need > cap:
             raise refused(
                 Code.RESOURCE_EXHAUSTED,
                 "REVIEW_CAPACITY",
                 f"limit ENGINE_REVIEW_MAX_TOTAL_MS reached: the reviews in flight need "
-                f"{self._reserved_ms} ms of search and this one {need} ms more, above {cap} ms; "
+                f"{reserved} ms of search and this one {need} ms more, above {cap} ms; "
                 "try again in a moment, or with a smaller budget",
                 limit="ENGINE_REVIEW_MAX_TOTAL_MS",
                 cap=cap,
             )
-        self._callers[caller] = self._callers.get(caller, 0) + 1
-        self._reserved_ms += need
+        flight = adopt or Flight(caller, req.game_id, seat)
+        if adopt is None:
+            self._flights.setdefault(caller, []).append(flight)
+        flight.open, flight.planned_ms = True, need
         try:
-            async for i, r in self._rate(req.game_id, rec.version, seat, budget, found, done):
-                if not r.stored:
-                    need -= budget
-                    self._reserved_ms -= budget
+            async for i, r in self._stream(flight, rec.version, budget, found, done, running):
                 if req.with_views:
                     d = found[i]
                     convert.fill_game_view(r.view, req.game_id, d.version, d.state, meta, seat)
                     r.view.rules_view = b""  # (large, and of no use beside the board)
                 yield r
         finally:
-            self._reserved_ms -= need
-            left = self._callers.get(caller, 1) - 1
-            if left:
-                self._callers[caller] = left
-            else:
-                self._callers.pop(caller, None)
+            flight.open, flight.planned_ms = False, 0
+            self._settle(flight)
 
-    async def _rate(
+    async def _stream(
         self,
-        game_id: str,
+        flight: Flight,
         version: int,
-        seat: int,
         budget: int,
         found: list[Decision],
         done: list[epb.DecisionReview | None],
+        running: dict[int, asyncio.Task[epb.DecisionReview]],
     ) -> AsyncIterator[tuple[int, epb.DecisionReview]]:
         """(index in ``found``, review) in version order: kept ones at once, the others as
-        their searches end (``parallel`` at a time)."""
+        their searches end. ``running``: searches of a review cut short that this one waits
+        for; the flight runs ``parallel`` searches at a time, those included. The stream's
+        end (a cancel) stops no search: each is kept when it ends."""
         total = len(found)
-        todo = [i for i, r in enumerate(done) if r is None]
-        tasks: dict[int, asyncio.Task[epb.DecisionReview]] = {}
+        fresh = [i for i, r in enumerate(done) if r is None and i not in running]
+        searches = dict(running)
         nxt = 0
 
         def start_more() -> None:
             nonlocal nxt
-            while nxt < len(todo) and len(tasks) < max(1, self.settings.parallel):
-                i = todo[nxt]
-                tasks[i] = asyncio.ensure_future(self._one(game_id, seat, budget, found[i]))
+            while nxt < len(fresh) and flight.running() < max(1, self.settings.parallel):
+                i = fresh[nxt]
+                searches[i] = self._start(flight, budget, found[i])
+                flight.planned_ms = max(0, flight.planned_ms - budget)
                 nxt += 1
 
-        try:
-            start_more()
-            for i in range(total):
-                r = done[i]
-                if r is None:
-                    r = await tasks.pop(i)
+        start_more()  # (while the kept ones are read)
+        for i in range(total):
+            r = done[i]
+            if r is None:
+                while i not in searches:  # the flight's searches are all busy: wait for one
+                    busy = [t for t in flight.searches.values() if not t.done()]
+                    await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
                     start_more()
-                else:
-                    r.stored = True
-                r.index, r.total = i + 1, total
-                yield i, r
-        finally:
-            for t in tasks.values():
-                t.cancel()
+                rated_now = await asyncio.shield(searches.pop(i))
+                r = epb.DecisionReview()
+                r.CopyFrom(rated_now)  # (another stream may read the same search's answer)
+                start_more()
+            else:
+                r.stored = True
+            r.index, r.total = i + 1, total
+            yield i, r
         log.info("game %s seat %d reviewed at v%d: %d decisions, %d searched at %d ms",
-                 game_id, seat, version, total, len(todo), budget)  # fmt: skip
+                 flight.game_id, flight.seat, version, total, len(fresh) + len(running),
+                 budget)  # fmt: skip
 
-    async def _one(self, game_id: str, seat: int, budget: int, d: Decision) -> epb.DecisionReview:
+    def _start(self, flight: Flight, budget: int, d: Decision) -> asyncio.Task[epb.DecisionReview]:
+        """The search of ``d``, run to its end whoever still reads the review."""
+        key = (d.version, budget)
+        task = asyncio.ensure_future(self._one(flight, budget, d))
+        flight.searches[key] = task
+
+        def ended(t: asyncio.Task[epb.DecisionReview]) -> None:
+            if flight.searches.get(key) is t:
+                del flight.searches[key]
+            if not t.cancelled():
+                t.exception()  # (retrieved: nobody may wait for it any more)
+            self._settle(flight)
+
+        task.add_done_callback(ended)
+        return task
+
+    async def _one(self, flight: Flight, budget: int, d: Decision) -> epb.DecisionReview:
+        game_id, seat = flight.game_id, flight.seat
         for attempt in range(RETRIES + 1):
             try:
-                answer, _ = await self.analyses.search(game_id, d.version, d.view, d.legal, budget)
+                answer, _ = await self.analyses.search(
+                    game_id, d.version, d.view, d.legal, budget, batch=True
+                )
                 break
             except ServiceError as e:
                 # (a cold local pool, workers busy with moves: a review is long, so one
-                # late answer does not end it)
+                # late answer does not end it; a review nobody reads any more is not asked
+                # again)
                 if (
                     e.reason not in ("ANALYSIS_TIMEOUT", "ANALYSIS_UNAVAILABLE")
                     or attempt == RETRIES
+                    or not flight.open
                 ):
                     raise
                 log.info(
@@ -396,7 +521,7 @@ class Reviews:
                 )
         r = rated(d, answer, seat, budget)
         try:
-            await self.store.put(game_id, field(seat, d.version), r.SerializeToString())
+            await self.store.put(game_id, field_name(seat, d.version), r.SerializeToString())
         except StoreError as e:  # the rating stands; only asking again will cost a search
             log.warning("game %s: a review of v%d not kept: %s", game_id, d.version, e)
         return r

@@ -95,6 +95,7 @@ def unary(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
             try:
                 if request is UNDECODABLE:
                     raise _undecodable(method, context)
+                self.callers.gateway(context.invocation_metadata())  # (a wrong key: refused)
                 return await fn(self, request, context)
             except asyncio.CancelledError:
                 code = "CANCELLED"
@@ -129,6 +130,7 @@ def streaming(
             try:
                 if request is UNDECODABLE:
                     raise _undecodable(method, context)
+                self.callers.gateway(context.invocation_metadata())  # (a wrong key: refused)
                 async for item in fn(self, request, context):
                     yield item
             except asyncio.CancelledError:

@@ -4,6 +4,7 @@ embedded default)."""
 from __future__ import annotations
 
 from engine_service.store.base import (
+    WHOLE_GAME,
     Commit,
     CommitResult,
     CommitStatus,
@@ -58,6 +59,7 @@ def open_store(
 
 
 __all__ = [
+    "WHOLE_GAME",
     "CachingStore",
     "Commit",
     "CommitResult",

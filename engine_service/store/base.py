@@ -181,6 +181,9 @@ class CommitResult:
     prior: IdempotentRecord | None = None  # DUPLICATE: what the key wrote
 
 
+WHOLE_GAME = "game"  # what ``Store.claim_loss`` calls the loss of a whole game
+
+
 class StoreError(Exception):
     """The store could not be reached or answered nonsense (maps to UNAVAILABLE)."""
 
@@ -303,6 +306,14 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def peek_reply(self, game_id: str, key: str) -> bytes | None:
         """The data left for ``key``, left in place (None if there is none or it expired)."""
+
+    @abc.abstractmethod
+    async def claim_loss(self, game_id: str, loss: str, ttl_seconds: float) -> bool:
+        """One count per loss, however many replicas notice it: True for the first caller to
+        claim ``loss`` of the game (``WHOLE_GAME``, or a name of the versions lost), False for
+        every later one until ``ttl_seconds`` pass. The whole game's loss is not claimed while
+        the store holds the game. The claim lives in the store, so a later loss (another
+        flush, another restore) takes earlier claims with it."""
 
     async def tidy(self, limit: int) -> int:
         """Drop index entries of games that expired (idle or finished); at most about

@@ -13,8 +13,9 @@ replica that had not received the last writes, an append-only file that lost its
 every answer of the store is an observation of what this replica saw of the game (``seen``,
 see seen.py), which tells a lower version than was seen before the request was sent, or
 another commit id at a version seen. Each such loss is settled against the store's replay log
-(which versions exactly), reported to ``on_rollback`` (counted and logged by the server), and
-the game's record forgotten.
+(which versions exactly), claimed in the store (``claim``: of the replicas that notice one
+loss, the first counts it), reported to ``on_rollback`` (logged by the server, and counted when
+this replica's claim won), and the game's record forgotten.
 """
 
 from __future__ import annotations
@@ -34,10 +35,11 @@ from engine_service.store.base import (
     UnreadableData,
     chain_ids,
 )
-from engine_service.store.seen import Lost, Mark, SeenGames
+from engine_service.store.seen import CLAIM_SECONDS, Lost, Mark, SeenGames
 from engine_service.store.wrapper import StoreWrapper
 
-RollbackObserver = Callable[[str, Lost], None]  # (game id, the history the store lost)
+# (game id, the history the store lost, whether this replica counts it: its claim won)
+RollbackObserver = Callable[[str, Lost, bool], None]
 
 
 class CachingStore(StoreWrapper):
@@ -88,10 +90,22 @@ class CachingStore(StoreWrapper):
         return lost
 
     async def report(self, game_id: str, lost: Lost) -> None:
-        """A loss ``seen`` found: the record is forgotten, the loss settled and reported."""
+        """A loss ``seen`` found: the record is forgotten, the loss settled, claimed and
+        reported."""
         self.forget(game_id)
         await self.settle(game_id, lost)
-        self._on_rollback(game_id, lost)
+        # Replicas that saw the same history lost settle it at the same first version (the
+        # replay log names where the histories part), so they claim the same loss.
+        self._on_rollback(game_id, lost, await self.claim(game_id, f"v{lost.first}"))
+
+    async def claim(self, game_id: str, loss: str) -> bool:
+        """Whether this replica counts ``loss`` of the game (``Store.claim_loss``): True when
+        its claim is the first, and when the store cannot be asked (a loss counted twice is
+        better than one never counted)."""
+        try:
+            return await self.inner.claim_loss(game_id, loss, CLAIM_SECONDS)
+        except StoreError:
+            return True
 
     async def settle(self, game_id: str, lost: Lost) -> None:
         """Which versions were lost: compared with the store's chain of commit ids, read from

@@ -21,6 +21,8 @@ Keys of game ``G`` in bucket ``B`` (two digits)::
     asc:{B}:r:G:K   string: a reply left for the replica waiting for K (an analysis), short TTL
     asc:{B}:v:G     hash: the game's reviews, "<seat>:<version>" -> a rated decision, as long
                     as the game (``engine_service/store/reviews``)
+    asc:{B}:x:G:L   string: the claim of loss L of the game by the replica that counted it
+                    (``claim_loss_key``), about a day
 
 and the bucket's indexes and news::
 
@@ -30,6 +32,8 @@ and the bucket's indexes and news::
     asc:{B}:ai      sorted set: ids of games waiting for an AI move, by when the wait began
     asc:{B}:news    stream (trimmed to a few hundred entries): field g = the id of a game that
                     has a new version; what watchers of the bucket's games block on
+    asc:{B}:mark    string: a random id set once (``mark_key``); a watch reader that finds
+                    another (or none) knows the store was emptied since it last looked
 
 A window is a list, not a stream per game: a stream costs at least one 4 KB node per key
 (Redis preallocates ``stream-node-max-bytes``), more than everything else a game keeps, while a
@@ -78,6 +82,10 @@ _INDEX_KEYS = tuple((f"{t}:games", f"{t}:active", f"{t}:ai") for t in _TAGS)
 
 def news_key(bucket: int) -> str:
     return _NEWS_KEYS[bucket]
+
+
+def mark_key(bucket: int) -> str:
+    return f"{tag(bucket)}:mark"
 
 
 _OVER, _RAW_IDS, _ATTEMPT = 1, 2, 4
@@ -140,6 +148,10 @@ def unpack_window_entry_attempt(raw: bytes) -> tuple[int, bool, str, str, str, b
 
 def reply_key(game_id: str, key: str) -> str:
     return f"{tag(bucket_of(game_id))}:r:{game_id}:{key}"
+
+
+def claim_loss_key(game_id: str, loss: str) -> str:
+    return f"{tag(bucket_of(game_id))}:x:{game_id}:{loss}"
 
 
 def index_keys(bucket: int) -> tuple[str, str, str]:

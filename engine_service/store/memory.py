@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine_service.store.base import (
+    WHOLE_GAME,
     Commit,
     CommitResult,
     CommitStatus,
@@ -57,6 +58,7 @@ class MemoryStore(Store):
         self._lock = threading.Lock()
         self._changed = asyncio.Event()  # set (and replaced) on every change
         self._replies: dict[tuple[str, str], tuple[bytes, float]] = {}  # -> (data, expires at)
+        self._claims: dict[tuple[str, str], float] = {}  # (game, loss) -> expires at
 
     def _get(self, game_id: str) -> _Game | None:
         g = self._games.get(game_id)
@@ -285,6 +287,18 @@ class MemoryStore(Store):
         with self._lock:
             hit = self._replies.get((game_id, key))
         return hit[0] if hit is not None and hit[1] > time.time() else None
+
+    async def claim_loss(self, game_id: str, loss: str, ttl_seconds: float) -> bool:
+        with self._lock:
+            if loss == WHOLE_GAME and self._get(game_id) is not None:
+                return False
+            now = time.time()
+            for k in [k for k, until in self._claims.items() if until <= now]:
+                del self._claims[k]
+            if (game_id, loss) in self._claims:
+                return False
+            self._claims[(game_id, loss)] = now + ttl_seconds
+            return True
 
     async def tidy(self, limit: int) -> int:
         with self._lock:

@@ -29,6 +29,9 @@ from dataclasses import dataclass
 DEPTH = 256  # versions remembered per game (about a third of a two-player game)
 GAMES = 4096  # games remembered (the replica's record cache holds as many)
 RECENT_SECONDS = 86_400  # a game missing from the store counts as lost if seen this recently
+# How long a loss's claim (``Store.claim_loss``) stays: as long as a replica may find it, and
+# an hour more (replicas that notice it later count it again)
+CLAIM_SECONDS = RECENT_SECONDS + 3600
 
 
 def short_id(commit_id: str) -> int:

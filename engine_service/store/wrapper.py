@@ -94,6 +94,9 @@ class StoreWrapper(Store):
     async def peek_reply(self, game_id: str, key: str) -> bytes | None:
         return await self.inner.peek_reply(game_id, key)
 
+    async def claim_loss(self, game_id: str, loss: str, ttl_seconds: float) -> bool:
+        return await self.inner.claim_loss(game_id, loss, ttl_seconds)
+
     async def tidy(self, limit: int) -> int:
         return await self.inner.tidy(limit)
 

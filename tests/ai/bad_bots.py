@@ -13,7 +13,8 @@ benchmarks/bad_bots.py. They are registered like any separately installed packag
 - ``slow-load`` never finishes loading (its constructor hangs);
 - ``snoop`` answers its last legal action when it can see the broker URL or a secret in its
   environment, its first otherwise;
-- ``raiser`` raises on every decision (a bug: the game goes on with fallback moves).
+- ``raiser`` raises on every decision (a bug: the game goes on with fallback moves);
+- ``cheater`` answers an action that is not one of the legal ones.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ ENTRY_POINTS = {
     "slow-load": "tests.ai.bad_bots:SlowLoad",
     "snoop": "tests.ai.bad_bots:Snoop",
     "raiser": "tests.ai.bad_bots:Raiser",
+    "cheater": "tests.ai.bad_bots:Cheater",
 }
 
 
@@ -95,6 +97,11 @@ class Snoop:
 class Raiser:
     def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
         raise ValueError(f"a bug, on a hand of {view.state.hands[view.seat]}")
+
+
+class Cheater:
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> int:
+        return max(legal) + 1
 
 
 def install_entry_points(directory: Path, entries: dict[str, str] | None = None) -> Path:

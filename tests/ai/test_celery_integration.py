@@ -111,7 +111,8 @@ def start_worker(
                                 start_new_session=True, cwd=support.ROOT)  # fmt: skip
     w = Worker(proc, env, port, log_path)
     deadline = time.monotonic() + 60
-    while "ready." not in w.log():
+    nodes = 1 if env.get("WORKER_ANALYSIS_CONCURRENCY") == "0" else 2  # moves, analyses
+    while w.log().count(" ready.") < nodes:
         if proc.poll() is not None or time.monotonic() > deadline:
             w.stop()
             raise RuntimeError("the worker did not start:\n" + w.log())

@@ -128,3 +128,42 @@ def test_a_good_bot_is_used_and_its_search_reported(position: tuple[rules.View, 
     view, legal = position
     d = D.decide(view, legal, BotSettings(name="ismcts", iterations=30))
     assert not d.fallback and d.action in legal and d.iterations == 30 and d.search_seconds > 0
+
+
+class IntLike:
+    """An ML bot's answer: an integer type of its own library (as NumPy's int64)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+class AnswersIntLike:
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> object:
+        return IntLike(legal[-1])
+
+
+class AnswersTrue:
+    def choose(self, view: rules.View, legal: list[int], settings: BotSettings) -> object:
+        return True
+
+
+def test_an_int_like_answer_is_the_bots_own_a_bool_is_not(
+    monkeypatch: pytest.MonkeyPatch, position: tuple[rules.View, list[int]]
+) -> None:
+    view, legal = position
+    monkeypatch.setitem(registry._cache, "int-like", AnswersIntLike())
+    d = D.decide(view, legal, BotSettings(name="int-like"))
+    assert (d.action, d.fallback) == (legal[-1], "") and type(d.action) is int
+    monkeypatch.setitem(registry._cache, "boolean", AnswersTrue())
+    assert D.decide(view, legal, BotSettings(name="boolean")).fallback == "illegal_action"
+
+
+def test_a_fallback_reason_is_one_short_line() -> None:
+    """What the engine accepts (SubmitActionRequest.fallback_reason): a load error's message
+    may hold newlines and be long."""
+    d = D.Decision(0, "b", 0.0, D.LOAD_FAILED, detail="ImportError: no\nmodule " + "x" * 300)
+    assert d.fallback_text.startswith("load_failed: ImportError: no module x")
+    assert len(d.fallback_text) == D.MAX_REASON and d.fallback_text.isprintable()

@@ -1,5 +1,6 @@
 """``play_move`` against a real engine process (in-memory store, AI dispatch off, so that the
-test is the only one playing the AI seats)."""
+test is the only one playing the AI seats, with move credentials it mints under the engine's
+key as the engine's dispatcher would: no stored token plays an AI seat)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,17 @@ from ai_workers.bots import BotSettings, decide, registry
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
+from engine_service.server.tokens import AiCredentials
 from tests.service import support
 
 CALL = support.CALL_TIMEOUT
+KEY = "runner-test-key-" * 2
+CREDENTIALS = AiCredentials([KEY], 900)
 
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[support.Engine]:
-    e = support.start_engine(ENGINE_AI_DISPATCH="off")
+    e = support.start_engine(ENGINE_AI_DISPATCH="off", ENGINE_AI_TOKEN_KEYS=KEY)
     yield e
     e.stop()
 
@@ -44,7 +48,7 @@ def new_game(
         "game_id": game.game_id,
         "seat": seat,
         "version": game.view.version,
-        "token": game.seat_tokens[seat],
+        "token": CREDENTIALS.mint(game.game_id, seat, game.view.version),
         "bot": {"name": bot, "iterations": 0, "time_ms": 50, "seed": 1, "exploration": 0.0},
         "engine_address": engine.address,
         "enqueued_at": time.time(),
@@ -81,7 +85,7 @@ def test_plays_once_then_the_same_request_is_stale(engine: support.Engine) -> No
 def test_a_request_for_a_seat_not_to_move_is_stale(engine: support.Engine) -> None:
     game, p = new_game(engine)
     other = 1 - p["seat"]
-    q = {**p, "seat": other, "token": game.seat_tokens[other]}
+    q = {**p, "seat": other, "token": CREDENTIALS.mint(game.game_id, other, p["version"])}
     assert runner.play_move(**q) == runner.STALE
     assert version(engine, game.game_id) == p["version"]
 
@@ -198,8 +202,9 @@ def test_a_move_with_one_legal_action_is_submitted_without_running_the_bot(
     # e.g. a Raid the seat has no card to prevent (every victim is asked, so that the question
     # reveals nothing); here the simplest such move: spent out, only ending the turn is left.
     game, p = new_game(engine)
-    stub, token = engine.stub(), p["token"]
-    for _ in range(60):
+    stub = engine.stub()
+    for _ in range(60):  # (a credential plays one version: one per move)
+        token = CREDENTIALS.mint(game.game_id, p["seat"], version(engine, game.game_id))
         gv = stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=token), timeout=CALL)
         if gv.to_move != p["seat"] or len(gv.legal_actions) == 1:
             break
@@ -210,7 +215,7 @@ def test_a_move_with_one_legal_action_is_submitted_without_running_the_bot(
     assert gv.to_move == p["seat"] and [a.kind for a in gv.legal_actions] == ["end_turn"]
     bot = CountsItsCalls()
     monkeypatch.setitem(registry._cache, "counts", bot)
-    q = {**p, "version": gv.version, "bot": {**p["bot"], "name": "counts"}}
+    q = {**p, "version": gv.version, "token": token, "bot": {**p["bot"], "name": "counts"}}
     assert runner.play_move(**q) == runner.PLAYED
     assert version(engine, game.game_id) == gv.version + 1 and bot.calls == 0
 

@@ -219,3 +219,25 @@ def test_the_bot_host_does_not_inherit_the_workers_secrets(
     monkeypatch.setenv("SOME_API_KEY", "k")
     monkeypatch.setenv("DB_PASSWORD", "p")
     assert host.choose(settings("snoop"), raw, legal, 10.0).action == legal[0]
+
+
+def test_a_bot_installed_after_its_bot_process_started_is_found(
+    position: tuple[rules.View, bytes, list[int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the worker's start line says: a bot installed later is found when first asked
+    for, without a restart (the bot process reads the entry points again, then a new bot
+    process is tried: an editable install's path is read only when a process starts)."""
+    _, raw, legal = position
+    later = tmp_path / "later"
+    later.mkdir()
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}{os.pathsep}{later}")
+    h = supervisor.BotHost(load_seconds=20.0)
+    try:
+        assert h.choose(settings("heuristic"), raw, legal, SLACK).action in legal
+        first = h.pid
+        install_entry_points(later, {"late-comer": "tests.ai.bad_bots:Chatty"})
+        answer = h.choose(settings("late-comer"), raw, legal, SLACK)
+        assert answer.action == legal[-1] and not answer.fallback  # Chatty's own answer
+        assert h.pid == first  # found by the same bot process
+    finally:
+        h.close()

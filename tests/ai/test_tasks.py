@@ -9,15 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
+from celery import Celery
 from celery.exceptions import TimeLimitExceeded, WorkerLostError
 
-from ai_workers import config, metrics, runner, slots, tasks
+from ai_workers import config, handoff, metrics, runner, slots, tasks
+from tests.service.support import redis_server
 
 
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[dict[str, Any], str]]:
     """What the handler publishes (no broker here), and a node directory of its own."""
     monkeypatch.setenv(slots.STATE_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(tasks, "starts", handoff.Starts(Celery(broker="memory://"), 60))
     out: list[tuple[dict[str, Any], str]] = []
     monkeypatch.setattr(
         tasks, "publish", lambda payload, task_id, countdown=0.0: out.append((payload, task_id))
@@ -81,3 +85,49 @@ def test_a_move_of_a_bot_at_its_cap_is_deferred(
     assert tasks.choose_move(**payload()) == runner.DEFERRED
     assert [p for p, _ in sent] == [payload()]  # sent back to the queue, as it came
     assert metrics.outcomes.labels(runner.DEFERRED)._value.get() == before + 1
+
+
+def test_a_move_is_marked_started_while_it_runs_in_the_brokers_redis() -> None:
+    """What tells a move handed back on a clean shutdown (never started: played as usual) from
+    one whose worker died deciding it (started, never finished: dead-lettered)."""
+    with redis_server() as url:
+        starts = handoff.Starts(Celery(broker=url, set_as_current=False), 60)
+        assert starts.started("g1:12:1") is False
+        with starts.running("g1:12:1"):
+            assert starts.started("g1:12:1") is True
+            ttl = redis.Redis.from_url(url).ttl(handoff.PREFIX + "g1:12:1")
+            assert 0 < ttl <= 60
+        assert starts.started("g1:12:1") is False
+        with pytest.raises(RuntimeError), starts.running("g1:12:2"):  # however it ends
+            raise RuntimeError("boom")
+        assert starts.started("g1:12:2") is False
+    # another broker, or none answering: it cannot be told (the move is dead-lettered)
+    assert handoff.Starts(Celery(broker="memory://"), 60).started("g1:12:1") is None
+
+
+def test_a_move_delivered_again_is_dead_lettered_only_if_it_had_started(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(slots.STATE_DIR_ENV, str(tmp_path))
+    played: list[dict[str, Any]] = []
+
+    def play(**p: Any) -> str:
+        played.append(p)
+        return runner.PLAYED
+
+    monkeypatch.setattr(runner, "play_move", play)
+    with redis_server() as url:
+        monkeypatch.setattr(tasks, "starts", handoff.Starts(Celery(broker=url), 60))
+        before = metrics.dead_letters.labels(tasks.REDELIVERED)._value.get()
+        for task_id, started in (("g1:12:1", False), ("g1:12:2", True)):
+            if started:  # a worker died deciding it: its mark is still there
+                redis.Redis.from_url(url).set(handoff.PREFIX + task_id, "1")
+            tasks.choose_move.push_request(id=task_id, delivery_info={"redelivered": True})
+            try:
+                tasks.choose_move(**payload())
+            finally:
+                tasks.choose_move.pop_request()
+    handed_back, poison = played
+    assert "fallback_only" not in handed_back  # handed back on a clean stop: played as usual
+    assert poison["fallback_only"] is True  # the fallback plays, the bot is not asked again
+    assert metrics.dead_letters.labels(tasks.REDELIVERED)._value.get() == before + 1

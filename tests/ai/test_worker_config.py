@@ -107,6 +107,25 @@ def test_check_without_a_broker_setting_says_so_and_probes_nothing(
     assert "check --local" in err and not pinged
 
 
+def test_run_without_a_broker_setting_says_so_and_starts_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `check`: no silent default of localhost:6379 (on a shared host, someone else's)."""
+    for name in config.BROKER_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    started: list[object] = []
+
+    def run(cfg: object) -> int:
+        started.append(cfg)
+        return 0
+
+    monkeypatch.setattr(cli, "run", run)
+    assert cli.main(["run"]) == 2 and not started
+    err = capsys.readouterr().err
+    assert "ascension-worker run: no broker set (CELERY_BROKER_URL or CELERY_BROKER_URL_FILE)" in err
+    assert "CELERY_BROKER_URL=redis://localhost:6379/0" in err
+
+
 def test_log_lines_never_show_a_token(caplog: pytest.LogCaptureFixture) -> None:
     """Celery's pool logs message bodies at DEBUG: the worker's handlers mask token values."""
     import logging
@@ -161,3 +180,25 @@ def test_a_bad_broker_url_stops_the_worker_with_exit_2() -> None:
     assert result.returncode == 2, result.stderr[-2000:]
     (line,) = result.stderr.strip().splitlines()
     assert "CELERY_BROKER_URL" in line and "secret-pw" not in line, line
+
+
+def test_a_metrics_port_in_use_stops_the_worker_saying_which() -> None:
+    """Two workers on one host: the second is told to choose another port, not a traceback."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as held:
+        held.bind(("0.0.0.0", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result = subprocess.run(
+            [str(Path(sys.executable).with_name("ascension-worker")), "run"],
+            env={**os.environ, "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",
+                 "WORKER_METRICS_PORT": str(port)},
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"WORKER_METRICS_PORT {port}: Address already in use; set another port" in result.stderr

@@ -99,3 +99,46 @@ def test_limits_and_what_a_worker_answer_becomes() -> None:
     payload = out["payload"]
     sent = rules.View.deserialize(base64.b64decode(payload["view"]))
     assert sent == rules.view(state, a.seat) and "state" not in payload
+
+
+async def cancelled_hint() -> dict[str, Any]:
+    creds = AiCredentials.generate()
+    held = Held()
+    games = Games(MemoryStore(), CredentialedDispatcher(held, creds), Metrics(), "127.0.0.1:1",
+                  None, creds)  # fmt: skip
+    analyses = Analyses(games, AnalysisSettings(per_minute=0, refusal_pause=0.0))
+    seats = [epb.SeatConfig(kind=pb.SeatInfo.HUMAN, name=n) for n in ("A", "B")]
+    g = await games.create(epb.CreateGameRequest(seats=seats, seed=3))
+    req = epb.AnalyzePositionRequest(game_id=g.game_id, token=g.seat_tokens[g.view.to_move],
+                                     budget_ms=50)  # fmt: skip
+    call = asyncio.ensure_future(analyses.analyze(req))
+    while not held.sent:
+        await asyncio.sleep(0.001)
+    call.cancel()  # the player gave up; its search is still on its way
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    out: dict[str, Any] = {}
+    with pytest.raises(ServiceError) as e:
+        await analyses.analyze(req)
+    out["while_searching"] = e.value.reason
+    payload = held.sent[0]
+    await analyses.deliver(epb.SubmitAnalysisRequest(
+        game_id=g.game_id, analysis_id=payload["analysis_id"], token=payload["token"],
+        iterations=1))  # fmt: skip
+    for _ in range(5000):  # until the search's end has been seen (bounded)
+        if not analyses._running:
+            break
+        await asyncio.sleep(0.001)
+    again = asyncio.ensure_future(analyses.analyze(req))
+    for _ in range(5000):
+        if len(held.sent) == 2 or again.done():
+            break
+        await asyncio.sleep(0.001)
+    out["sent"] = len(held.sent)
+    again.cancel()
+    return out
+
+
+def test_a_cancelled_hint_holds_its_seats_slot_until_its_search_ends() -> None:
+    out = asyncio.run(cancelled_hint())
+    assert out == {"while_searching": "ANALYSIS_IN_PROGRESS", "sent": 2}

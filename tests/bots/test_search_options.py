@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
+from ai_workers.arena import play_game
 from ai_workers.bots import BotSettings
-from ai_workers.bots.arena import parse_spec, play_game
 from ai_workers.bots.evaluation import (
     PROJECTION,
     WEIGHT_SETS,
@@ -30,6 +30,7 @@ from ai_workers.bots.fit_eval import FIELDS, fit, projection_features, self_play
 from ai_workers.bots.ismcts import ISMCTSBot, SearchOptions, analyse, parse_options, search
 from ai_workers.bots.knowledge import HONOR_R, knowledge
 from ai_workers.bots.policy import rollout_action
+from ai_workers.bots.specs import parse_spec
 from engine_service import rules
 from engine_service.rules import actions as A
 from tests.ai.positions import mid_game_states

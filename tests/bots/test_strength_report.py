@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from ai_workers.bots.arena import GameRecord, Match, Result, SeatStats, wilson
+from ai_workers.arena import GameRecord, Match, Result, SeatStats, wilson
 
 
 def _strength() -> ModuleType:
@@ -93,7 +93,7 @@ def test_replays_report_how_losses_spread_over_deal_and_seat() -> None:
 
 
 def test_replays_play_the_same_deal_with_other_bot_seeds() -> None:
-    from ai_workers.bots.arena import matches, play_match
+    from ai_workers.arena import matches, play_match
 
     todo = matches([("random", "heuristic")], 1, first_seed=7, replays=2)
     assert [(m.seed, m.a_seat, m.replay) for m in todo] == [
@@ -145,7 +145,7 @@ def test_positions_name_deal_and_seat(tmp_path: Path) -> None:
 
 
 def test_a_stopped_run_keeps_only_deals_played_in_full() -> None:
-    from ai_workers.bots.arena import complete_deals
+    from ai_workers.arena import complete_deals
 
     todo = [Match("a", "b", 5, 0, 2), Match("a", "b", 6, 0, 2), Match("a", "b", 6, 1, 2)]
     g = GameRecord(5, ("x", "x"), 0, 0, (30, 20), 20, ())

@@ -21,6 +21,7 @@ class CuttableProxy:
         self._lock = threading.Lock()
         self._closed = False
         self.accepted = 0
+        self._pipes = 0  # pipes still forwarding: two per open connection
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -41,11 +42,17 @@ class CuttableProxy:
             with self._lock:
                 self._conns += [client, upstream]
                 self.accepted += 1
+                self._pipes += 2
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    @property
+    def open(self) -> int:
+        """Connections still open (neither side has closed its end)."""
+        with self._lock:
+            return (self._pipes + 1) // 2
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
                 dst.sendall(data)
@@ -55,6 +62,8 @@ class CuttableProxy:
             for s in (src, dst):
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
+            with self._lock:
+                self._pipes -= 1
 
     def cut(self) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ import pytest
 
 from clients import cli
 from clients.sdk import DIFFICULTIES, Client, InvalidArgumentError, bot, human
+from clients.terminal.style import seat_name
 from engine_service.api.ascension.v1 import engine_pb2, game_pb2
 from engine_service.server import validate
 from engine_service.server.bots import DIFFICULTIES as LEVELS
@@ -98,6 +99,14 @@ def test_levels_over_the_api(client: Client) -> None:
     )
     names = {s.seat: s.bot_name for s in game.view.seat_info}
     assert names[1] == LEVELS["expert"].bot and names[2] == LEVELS["easy"].bot
+    # the level is shown, not only its bot (Hard and Expert are both ismcts)
+    levels = {s.seat: s.difficulty for s in client.get_view(game.game_id).seat_info}
+    assert levels == {0: "", 1: "expert", 2: "easy"}
+    hard = client.create_game([human("Bo"), bot(difficulty="hard", seed=1),
+                               bot("ismcts", time_ms=300, seed=2)], sets="ss")  # fmt: skip
+    assert [s.difficulty for s in hard.view.seat_info] == ["", "hard", ""]
+    assert seat_name(hard.view, 1) == "Seat 2 (ismcts, Hard)"
+    assert seat_name(hard.view, 2) == "Seat 3 (ismcts)"
     # the engine's own check, through the wire: a level with a name is refused
     request = _request(difficulty="hard", name="ismcts")
     with pytest.raises(InvalidArgumentError) as e:
@@ -116,3 +125,19 @@ def test_a_level_plays(client: Client) -> None:
             if update.version >= 12 or update.over:
                 break
     assert client.get_view(game.game_id).version >= 12
+
+
+def test_the_help_says_what_each_level_and_bot_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` names each level's bot and budget as the engine sets them, and says that the
+    `expert` bot is not the Expert level (it is rated below Hard)."""
+    assert list(cli.LEVELS) == list(LEVELS)
+    for level, d in LEVELS.items():
+        said = cli.LEVELS[level]
+        assert d.bot in said, (level, said)
+        if d.iterations:
+            assert f"{d.iterations:,} iterations" in said, (level, said)
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["play", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "expert: a scripted planner (despite its name, rated below --difficulty hard" in shown
+    assert "hard (ismcts, 100 iterations a move)" in shown

@@ -4,6 +4,8 @@ seats and rounds named as the table names them."""
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 
 from clients.sdk.types import LegalAction
@@ -113,6 +115,13 @@ def test_a_hint_says_what_a_move_buys_and_its_honor_now() -> None:
         assert why.honor_now(view, CAT, cultist) == 1  # "Reward: Gain 1 Honor."
     end = next(a for a in view.legal_actions if a.kind == "end_turn")
     assert "unspent Runes and Power are lost" in why.what_it_buys(view, CAT, end)
+    assert "go to your discard pile" in why.what_it_buys(view, CAT, end)
+    # a cost says it is one ("cost 3"), never a bare "(3)": where to place the ship
+    start = view_of(rules.new_game(rules.GameConfig(sets="ss", players=2, seed=5)), 0)
+    places = [a for a in start.legal_actions if a.kind == "place_ship"]
+    reasons = [why.what_it_buys(start, CAT, m) for m in places]
+    assert any(re.search(r"\(cost \d+\) is there", r) for r in reasons), reasons
+    assert not any(re.search(r"\(\d+\)", r) for r in reasons), reasons
 
 
 def test_honor_in_a_card_text_counts_only_when_plain() -> None:

@@ -96,7 +96,7 @@ def test_play_a_whole_game_against_a_bot(bot_name: str, monkeypatch: pytest.Monk
     # The review, when asked for: rated decisions and the win chance over the game.
     if reviewed:
         review = out[out.rindex("Review of your decisions") :]
-        assert re.search(r"T\d+\s+\S+ (Best|Good|Inaccuracy|Mistake|Blunder)\s", review)
+        assert re.search(r"Round \d+\s+\S+ (Best|Good|Inaccuracy|Mistake|Blunder)\s", review)
         assert re.search(r"You\s+[▁▂▃▄▅▆▇█]+\s+\d+% → \d+%", review)
     else:
         assert "Review of your decisions" not in out
@@ -166,11 +166,26 @@ def test_join_an_existing_game_and_watch_it() -> None:
             term.send("q")
             term.expect([r"Leave this game\? You can rejoin it"], timeout=10)
             term.send("y")
-            term.expect(["Rejoin: ascension play"], timeout=10)
+            term.expect(["Rejoin it with this command"], timeout=10)
             assert term.wait_exit() == 0
         finally:
             term.kill()
         assert "Ann" not in term.output or "You" in term.output
+        # the command on a line of its own, unbroken (the terminal folds it, the text does
+        # not: a copy of it is the whole command), the token whole
+        command = (
+            f"ascension play --address {engine.address} --game {mine.game_id} "
+            f"--token {mine.token(0)}"
+        )
+        assert re.search(r"(?m)^" + re.escape(command) + r"\r?$", term.output), term.output[-600:]
+
+        # `ascension games` at 80 columns: every game id whole
+        listing = Terminal(["games", "--address", engine.address], cols=80)
+        try:
+            assert listing.wait_exit() == 0
+        finally:
+            listing.kill()
+        assert mine.game_id in listing.output, listing.output
 
         bots_game = c.create_game(
             [bot("random", time_ms=20, seed=1), bot("heuristic", time_ms=20, seed=2)], seed=10
@@ -230,14 +245,21 @@ def test_a_newcomers_turn_numbers_stay_and_risky_moves_ask_first() -> None:
         menu = term.menu()
         term.send(str(_key(menu, "End your turn")))
         term.expect([r"You can still play \d+ card"], timeout=10)
+        # where they go, as the rulebook says: the discard pile, not lost
+        term.expect([r"go\s+to\s+your\s+discard\s+pile"], timeout=10)
         term.expect([CONFIRM], timeout=10)
         term.send("n")
         term.expect(["Not done"], timeout=10)
         term.send("?")
         term.expect(["How to play"], timeout=10)
         term.expect(["Thukal"], timeout=10)
+        term.expect([r"keywords:\s+Unite, Echo, Plunder"], timeout=10)  # the card words
+        term.expect([r"factions:\s+Enlightened, Lifebound, Mechana, Void"], timeout=10)
         term.expect([PROMPT], timeout=10)
-        assert "Ghost Pirate" not in term.output  # a Skulls & Sails game
+        assert "Ghost Pirate" not in term.output  # a Skulls & Sails game: rules and words
+        term.send("? unite")  # a keyword explained where it is read
+        term.expect([r"Unite: the effect after it happens if you play another Hero"], timeout=10)
+        term.expect([PROMPT], timeout=10)
         term.send("")  # Enter redraws
         term.expect([PROMPT], timeout=10)
         assert term.menu() == menu  # nothing was done

@@ -85,3 +85,69 @@ def test_a_wrong_address_fails_with_the_reason(built: Path) -> None:
     )  # fmt: skip
     assert done.returncode != 0
     assert "ECONNREFUSED" in done.stderr or "unavailable" in done.stderr.lower()
+
+
+def _sources_of_the_package(to: Path) -> Path:
+    """The package as a fresh clone has it: no node_modules, no dist (ignored by git)."""
+    shutil.copytree(PACKAGE, to, ignore=shutil.ignore_patterns("node_modules", "dist"))
+    return to
+
+
+@requires_ai
+def test_a_project_depends_on_it_by_its_path(tmp_path: Path) -> None:
+    """`npm install PATH` builds it (its `prepare`: its own packages, then tsc), on this
+    machine's Node.js, with no warning but npm's question whether to allow that build (the
+    installing project's to answer: `npm install-scripts approve`); the project imports it
+    and creates a game with it on a real engine."""
+    if shutil.which("npm") is None:
+        missing("npm")
+    package = _sources_of_the_package(tmp_path / "engine-client")
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "package.json").write_text('{"name": "app", "private": true, "type": "module"}\n')
+    done = subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", str(package)],
+        cwd=app, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert (package / "dist" / "src" / "index.js").exists(), "built on install"
+    warned = [line for line in out.splitlines() if "warn" in line.lower()]
+    # npm's advisory on install scripts names the packages whose scripts it ran: ours only
+    assert all(line.startswith("npm warn install-scripts") for line in warned), out
+    named = set(re.findall(r"npm warn install-scripts\s+(@?[\w./-]+)@\d", out))
+    assert named <= {"@ascension/engine-client"}, out
+    assert "EBADENGINE" not in out and "@bufbuild/buf" not in out
+    (app / "main.mjs").write_text(
+        'import { engineClient, SeatInfo_Kind } from "@ascension/engine-client";\n'
+        "const engine = engineClient(process.argv[2]);\n"
+        "const g = await engine.createGame({ sets: 'ss', seats: [\n"
+        "  { kind: SeatInfo_Kind.HUMAN, name: 'App' },\n"
+        "  { kind: SeatInfo_Kind.AI, bot: { difficulty: 'easy' } }] });\n"
+        "console.log(`created ${g.gameId} with ${g.seatTokens.length} seat tokens`);\n"
+    )
+    with EmbeddedEngine(ai_processes=1) as engine:
+        run = subprocess.run(
+            ["node", "main.mjs", engine.address], cwd=app, capture_output=True, text=True,
+            timeout=60,
+        )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"created \S+ with 2 seat tokens", run.stdout), run.stdout
+
+
+def test_its_engines_agree_with_its_dependencies() -> None:
+    """The Node.js versions it says it runs on are ones its packages say they run on."""
+    import json
+
+    lock = json.loads((PACKAGE / "package-lock.json").read_text())
+    mine = lock["packages"][""]["engines"]["node"]
+    floor = int(re.match(r">=\s*(\d+)", mine).group(1))  # type: ignore[union-attr]
+    for name, entry in lock["packages"].items():
+        wanted = (
+            entry.get("engines", {}).get("node", "")
+            if isinstance(entry.get("engines"), dict)
+            else ""
+        )
+        m = re.match(r">=\s*(\d+)", wanted)
+        if m:
+            assert int(m.group(1)) <= floor, f"{name} needs Node {wanted}; the package says {mine}"

@@ -121,6 +121,8 @@ def _worker_env() -> tuple[frozenset[str], dict[str, str]]:
         "WORKER_SLOTS_PER_BOT": str(cfg.slots_per_bot),
         "WORKER_BOT_QUARANTINE_FAILURES": str(cfg.quarantine_failures),
         "WORKER_BOT_QUARANTINE_SECONDS": _format_default(cfg.quarantine_seconds),
+        "WORKER_ANALYSIS_CONCURRENCY": str(cfg.analysis_concurrency),
+        "WORKER_ANALYSIS_NICE": str(cfg.analysis_nice),
     }
     machine_dependent = {"WORKER_CONCURRENCY"}  # the number of CPUs
     unset_by_default = {"CELERY_BROKER_URL_FILE"}  # a file holding the broker URL
@@ -173,8 +175,10 @@ class Contract:
         return {**EXTERNAL_SERIES, **own}
 
     def family_of(self, series: str) -> MetricFamily:
-        (family,) = [f for f in self.families if series in f.samples]
-        return family
+        found = [f for f in self.families if series in f.samples]
+        # A metric both components export (the TLS ones) is one family: same type and labels.
+        assert found and len({(f.name, f.type, f.labels) for f in found}) == 1, (series, found)
+        return found[0]
 
 
 # Series the rules and the dashboard read that are not the project's own metrics: the
@@ -200,6 +204,10 @@ EXTERNAL_SERIES: dict[str, frozenset[str]] = {
     "redis_aof_last_bgrewrite_status": frozenset(),
     "redis_master_link_up": frozenset({"master_host", "master_port"}),
     "redis_connected_slaves": frozenset(),
+    "redis_instance_info": frozenset({"role"}),
+    "redis_master_repl_offset": frozenset(),
+    "redis_connected_slave_offset_bytes": frozenset({"slave_ip", "slave_port", "slave_state"}),
+    "redis_connected_slave_lag_seconds": frozenset({"slave_ip", "slave_port", "slave_state"}),
     "redis_key_size": frozenset({"db", "key"}),
 }
 # The settings the group ascension-settings records per namespace (compose's alerts.yaml, or
@@ -208,6 +216,7 @@ RECORDED_SERIES: dict[str, frozenset[str]] = {
     "ascension:slo_objective:ratio": frozenset({"slo"}),
     "ascension:slo_latency_threshold:seconds": frozenset({"le"}),
     "ascension:max_live_games": frozenset(),
+    "ascension:redis_replicas_expected": frozenset(),
 }
 EXTERNAL_SERIES.update(RECORDED_SERIES)
 
@@ -262,6 +271,7 @@ DEPLOYED_WORKER_ENV = frozenset(
         "ENGINE_ADDRESS",
         "WORKER_METRICS_PORT",
         "WORKER_CONCURRENCY",
+        "WORKER_ANALYSIS_CONCURRENCY",
         "LOG_LEVEL",
     }
 )

@@ -39,6 +39,8 @@ from tests.deploy.deploy_support import (
 
 COMPOSE = DEPLOY / "compose.yaml"
 SECRETS_SCRIPT = DEPLOY / "compose-secrets.sh"
+REDIS_USERS_RULES = DEPLOY / "helm" / "ascension-engine" / "files" / "redis-users.rules"
+SECRET_VOLUMES = ("redis-secrets", "engine-secrets", "worker-secrets", "exporter-secrets")
 CHECK_JSONSCHEMA = Path(sys.executable).with_name("check-jsonschema")
 APP_SERVICES = {"engine", "worker"}
 
@@ -86,16 +88,16 @@ def environment(
 def run_secrets_script(directory: Path) -> dict[str, Path]:
     """deploy/compose-secrets.sh with its three volumes as directories under ``directory``
     (what the service secrets does on a first run); returns volume name -> directory."""
-    volumes = {
-        name: directory / name for name in ("redis-secrets", "app-secrets", "exporter-secrets")
-    }
+    volumes = {name: directory / name for name in SECRET_VOLUMES}
     for path in volumes.values():
         path.mkdir(exist_ok=True)
     env = {
         "PATH": os.environ["PATH"],
         "REDIS_SECRETS_DIR": str(volumes["redis-secrets"]),
-        "APP_SECRETS_DIR": str(volumes["app-secrets"]),
+        "ENGINE_SECRETS_DIR": str(volumes["engine-secrets"]),
+        "WORKER_SECRETS_DIR": str(volumes["worker-secrets"]),
         "EXPORTER_SECRETS_DIR": str(volumes["exporter-secrets"]),
+        "REDIS_USERS_RULES": str(REDIS_USERS_RULES),
     }
     shell = shutil.which("sh")
     assert shell
@@ -268,8 +270,9 @@ def test_environment_follows_the_contract(
             assert isinstance(value, str), f"{name}: {key} must be a string (quote numbers)"
     engine = environment(compose, "engine")
     settings = engine_settings(in_volumes(compose, "engine", engine, secret_volumes))
-    assert settings.redis_url.startswith("redis://ascension:"), "the shared Redis, as its user"
+    assert settings.redis_url.startswith("redis://engine:"), "the store, as the engine's user"
     assert settings.redis_url.endswith("@redis:6379/0")
+    assert settings.broker_url.startswith("redis://broker:"), "Celery's queue, as its user"
     # Everything else is the server's own default, so the docs' defaults hold in compose.
     for key, value in engine.items():
         name = key.removesuffix("_FILE") if key not in allowed["engine"] else key
@@ -454,6 +457,66 @@ def test_monitoring_ports_listen_on_this_host_only(compose: dict[str, Any]) -> N
     assert published == {"engine", "prometheus", "grafana"}
 
 
+def test_prometheus_cannot_be_stopped_or_reloaded_over_http(compose: dict[str, Any]) -> None:
+    """Prometheus has no login: with its lifecycle API on, any page a browser on this host
+    opens could POST /-/quit. It is off (no flag, and none set by other means)."""
+    prometheus = services(compose)["prometheus"]
+    flags = [default_of(str(a)) for a in prometheus["command"]]
+    assert not any("enable-lifecycle" in flag for flag in flags), flags
+    assert not any("lifecycle" in str(v).lower() for v in prometheus.get("environment", {}) or {})
+    assert "entrypoint" not in prometheus, "the flags are the command's"
+
+
+def test_a_real_prometheus_with_composes_flags_refuses_to_quit(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
+    """Debian's prometheus (the package that brings promtool) run with compose's command:
+    POST /-/quit and /-/reload are refused and it keeps running."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.skip("no prometheus binary (apt-get install prometheus brings it with promtool)")
+    config = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
+    config["rule_files"] = [str(DEPLOY / "prometheus" / "alerts.yaml")]
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    port = _free_port()
+    argv = [binary]
+    for flag in (default_of(str(a)) for a in services(compose)["prometheus"]["command"]):
+        flag = flag.replace("/etc/prometheus/prometheus.yml", str(tmp_path / "prometheus.yml"))
+        argv.append(flag.replace("=/prometheus", f"={tmp_path / 'data'}"))
+    argv.append(f"--web.listen-address=127.0.0.1:{port}")
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _http(f"{base}/-/ready")[0] == 200, 60)
+        for path in ("/-/quit", "/-/reload"):
+            status, body = _http(base + path, method="POST")
+            assert status == 403 and "Lifecycle API is not enabled" in body, (path, status, body)
+        assert proc.poll() is None
+        assert _http(f"{base}/-/healthy")[0] == 200
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _free_port() -> int:
+    from tests.service import support
+
+    return support.free_port()
+
+
+def _http(url: str, method: str = "GET") -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=5) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except OSError:
+        return 0, ""
+
+
 def test_grafana_needs_a_password_and_has_no_anonymous_access(compose: dict[str, Any]) -> None:
     env = services(compose)["grafana"]["environment"]
     # ${VAR:?message}: compose refuses to start while the variable is unset.
@@ -539,24 +602,46 @@ def test_secrets_run_first_and_keep_what_they_drew(compose: dict[str, Any], tmp_
         for name, service in stack.items()
     }
     assert mounted["redis"] == {"redis-secrets"}
-    assert mounted["engine"] == mounted["worker"] == {"app-secrets"}
+    assert mounted["engine"] == {"engine-secrets"}
+    assert mounted["worker"] == {"worker-secrets"}, "the workers (bot code) never see the store's"
     assert mounted["redis-exporter"] == {"exporter-secrets"}
     assert not (mounted["prometheus"] | mounted["grafana"])
+    assert f"./{REDIS_USERS_RULES.relative_to(DEPLOY)}:/redis-users.rules:ro" in secrets["volumes"]
     first = run_secrets_script(tmp_path)
     drawn = {p: p.read_text() for d in first.values() for p in d.iterdir()}
     assert run_secrets_script(tmp_path) == first
     assert {p: p.read_text() for d in first.values() for p in d.iterdir()} == drawn, "kept"
     assert all(p.stat().st_mode & 0o777 == 0o444 for p in drawn)
-    url = (first["app-secrets"] / "redis-url").read_text().strip()
-    password = re.fullmatch(r"redis://ascension:([0-9a-f]{48})@redis:6379/0", url)
+    url = (first["engine-secrets"] / "redis-url").read_text().strip()
+    password = re.fullmatch(r"redis://engine:([0-9a-f]{48})@redis:6379/0", url)
     assert password, url
+    broker = (first["worker-secrets"] / "broker-url").read_text().strip()
+    assert re.fullmatch(r"redis://broker:[0-9a-f]{48}@redis:6379/0", broker), broker
+    assert (first["engine-secrets"] / "broker-url").read_text().strip() == broker
+    assert not (first["worker-secrets"] / "redis-url").exists()
     acl = (first["redis-secrets"] / "users.acl").read_text()
     assert password.group(1) not in acl, "Redis holds digests, not passwords"
     assert acl.startswith("user default off")
     # Another stack draws other passwords.
     (tmp_path / "other").mkdir()
     other = run_secrets_script(tmp_path / "other")
-    assert (other["app-secrets"] / "redis-url").read_text().strip() != url
+    assert (other["engine-secrets"] / "redis-url").read_text().strip() != url
+
+
+def test_a_new_version_of_the_rules_reaches_a_stack_that_has_its_passwords(
+    tmp_path: Path,
+) -> None:
+    """The ACL file is written from the rules on every run, the passwords kept: a stack made
+    before a change of the rules gets the new rules with its next `up`."""
+    first = run_secrets_script(tmp_path)
+    url = (first["engine-secrets"] / "redis-url").read_text()
+    acl = first["redis-secrets"] / "users.acl"
+    acl.chmod(0o644)
+    acl.write_text("user default off\nuser engine on nopass ~* +@all\n")
+    again = run_secrets_script(tmp_path)
+    assert (again["engine-secrets"] / "redis-url").read_text() == url
+    rewritten = acl.read_text()
+    assert "nopass" not in rewritten and "~asc:*" in rewritten
 
 
 def redis_command(compose: dict[str, Any], volumes: Mapping[str, Path], port: int) -> list[str]:
@@ -576,33 +661,33 @@ def redis_command(compose: dict[str, Any], volumes: Mapping[str, Path], port: in
 def test_redis_admits_only_its_acl_users_each_to_its_own_commands(
     compose: dict[str, Any], tmp_path: Path
 ) -> None:
-    """A real redis-server with compose's command and the ACL file the first run writes; a
-    real engine reading its URL from the app's volume dispatches an AI move through it, and
-    the exporter's user reads the queue's length. The default user is off; the app's user
-    cannot wipe or reconfigure the server; the exporter's and the health check's users can
-    only read."""
+    """A real redis-server with compose's command and the ACL file the secrets script writes; a
+    real engine reading its URLs from its volume dispatches an AI move through it, and the
+    exporter's user reads the queue's length. The default user is off; the engine's and the
+    broker's users cannot wipe, reconfigure or watch the server (tests/deploy/test_redis_acl.py
+    tries every such command, and plays whole games through them); the exporter's and the
+    health check's users can only read."""
     import redis as redis_py
 
+    from tests.deploy import test_redis_acl
     from tests.service import support
 
     port = support.free_port()
     volumes = run_secrets_script(tmp_path)
-    # The same credentials, with the test's address in the app's URL.
-    url = (
-        (volumes["app-secrets"] / "redis-url")
-        .read_text()
-        .replace("@redis:6379/", f"@127.0.0.1:{port}/")
-    )
-    local_url = tmp_path / "redis-url"
-    local_url.write_text(url)
+    local: dict[str, Path] = {}
+    for volume, name in (("engine-secrets", "redis-url"), ("engine-secrets", "broker-url")):
+        url = (volumes[volume] / name).read_text().replace("@redis:6379/", f"@127.0.0.1:{port}/")
+        local[name] = tmp_path / name
+        local[name].write_text(url)
     proc = subprocess.Popen(
         redis_command(compose, volumes, port), cwd=tmp_path,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     engine = None
     try:
-        app = redis_py.Redis.from_url(url.strip())
-        wait_until(lambda: _pings(app), 10)
+        store = redis_py.Redis.from_url(local["redis-url"].read_text().strip())
+        broker = redis_py.Redis.from_url(local["broker-url"].read_text().strip())
+        wait_until(lambda: _pings(store), 10)
         exporter_password = re.search(
             r'": "([0-9a-f]+)"', (volumes["exporter-secrets"] / "redis-password.json").read_text()
         )
@@ -613,16 +698,14 @@ def test_redis_admits_only_its_acl_users_each_to_its_own_commands(
         anonymous = redis_py.Redis(port=port)
         with pytest.raises(redis_py.AuthenticationError):
             anonymous.get("x")
-        with pytest.raises(redis_py.exceptions.NoPermissionError):
-            app.flushall()
-        with pytest.raises(redis_py.exceptions.NoPermissionError):
-            app.config_set("appendfsync", "no")
-        assert app.config_get("appendfsync") == {"appendfsync": "always"}
-        # The engine, configured as compose configures it (its URL from the volume).
+        for client in (store, broker):
+            test_redis_acl.assert_refused(client, ("FLUSHALL",), ("SWAPDB", "0", "1"))
+            test_redis_acl.assert_refused(client, ("CONFIG", "SET", "appendfsync", "no"))
+        # The engine, configured as compose configures it (its URLs from its volume).
         env = in_volumes(compose, "engine", environment(compose, "engine"), volumes)
         engine = support.start_engine(
-            REDIS_URL_FILE=str(local_url),
-            CELERY_BROKER_URL_FILE=str(local_url),
+            REDIS_URL_FILE=str(local["redis-url"]),
+            CELERY_BROKER_URL_FILE=str(local["broker-url"]),
             ENGINE_AI_DISPATCH=env["ENGINE_AI_DISPATCH"],
             ENGINE_AI_TOKEN_KEYS=env["ENGINE_AI_TOKEN_KEYS"],
         )

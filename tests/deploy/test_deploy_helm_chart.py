@@ -65,6 +65,15 @@ PROXY_PEERS: dict[str, Any] = {
     },
 }
 DIGEST = "sha256:" + "ab" * 32
+# Keys of an existing Secret holding the in-chart Redis users' passwords.
+REDIS_KEYS = {
+    "engine": "store",
+    "broker": "celery",
+    "exporter": "metrics",
+    "keda": "scaler",
+    "healthcheck": "probe",
+}
+REDIS_USERS = tuple(REDIS_KEYS)
 STANDARD_LABELS = (
     "app.kubernetes.io/name",
     "app.kubernetes.io/instance",
@@ -74,6 +83,19 @@ STANDARD_LABELS = (
     "helm.sh/chart",
 )
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+# The workers' way to a broker outside the chart (networkPolicy.workerEgress.extra: the chart
+# cannot know where it is, and refuses to render without one).
+BROKER_EGRESS: dict[str, Any] = {
+    "workerEgress": {
+        "extra": [
+            {
+                "to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}],
+                "ports": [{"port": 6380, "protocol": "TCP"}],
+            }
+        ]
+    }
+}
 
 # Feature flags, one scenario each, plus everything at once.
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -94,20 +116,29 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "grafana-dashboard": {"metrics": {"grafanaDashboard": {"enabled": True}}},
     "no-scrape-annotations": {"metrics": {"podAnnotations": False}},
     "external-redis-url": {
+        "networkPolicy": BROKER_EGRESS,
         "redis": {"enabled": False},
         "externalRedis": {"url": "rediss://:secret@redis.example.internal:6380/2"},
     },
     "external-redis-cluster": {
+        "networkPolicy": BROKER_EGRESS,
         "redis": {"enabled": False},
         "externalRedis": {"url": "redis://redis-cluster.example.internal:6379", "mode": "cluster"},
         "broker": {"existingSecret": "games-broker"},
     },
     "external-redis-secret": {
+        "networkPolicy": BROKER_EGRESS,
         "redis": {"enabled": False},
         "externalRedis": {"existingSecret": "games-redis", "existingSecretKey": "url"},
     },
-    "broker-url": {"broker": {"url": "amqp://guest:guest@rabbitmq:5672//"}},
-    "broker-secret": {"broker": {"existingSecret": "games-broker", "existingSecretKey": "amqp"}},
+    "broker-url": {
+        "networkPolicy": BROKER_EGRESS,
+        "broker": {"url": "amqp://guest:guest@rabbitmq:5672//"},
+    },
+    "broker-secret": {
+        "networkPolicy": BROKER_EGRESS,
+        "broker": {"existingSecret": "games-broker", "existingSecretKey": "amqp"},
+    },
     "redis-ephemeral": {"redis": {"persistence": {"enabled": False}}},
     "redis-storage-class": {"redis": {"persistence": {"storageClass": "fast-ssd", "size": "20Gi"}}},
     "sweep-disabled": {"engine": {"aiSweepSeconds": 0}},
@@ -177,7 +208,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         }
     },
     "redis-auth-existing-secret": {
-        "redis": {"auth": {"existingSecret": "games-redis-auth", "existingSecretPasswordKey": "pw"}}
+        "redis": {"auth": {"existingSecret": "games-redis-auth", "existingSecretKeys": REDIS_KEYS}}
     },
     "redis-exporter": {"redis": {"metrics": {"enabled": True}}},
     "ingress": {
@@ -257,9 +288,12 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "redis-everysec-no-pdb": {
         "redis": {"appendfsync": "everysec", "podDisruptionBudget": {"enabled": False}}
     },
-    "production": yaml.safe_load(PRODUCTION_EXAMPLE.read_text()),
+    # As an operator installs it: with the digest of the image (--set image.digest=...).
+    "production": {**yaml.safe_load(PRODUCTION_EXAMPLE.read_text()), "image": {
+        **yaml.safe_load(PRODUCTION_EXAMPLE.read_text())["image"], "digest": DIGEST}},
     "keda-redis": {"worker": {"keda": {"enabled": True}}},
     "keda-external-redis": {
+        "networkPolicy": BROKER_EGRESS,
         "redis": {"enabled": False},
         "externalRedis": {"existingSecret": "games-redis", "existingSecretKey": "url"},
         "worker": {
@@ -274,6 +308,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         },
     },
     "keda-rabbitmq": {
+        "networkPolicy": BROKER_EGRESS,
         "broker": {"existingSecret": "games-amqp", "existingSecretKey": "url"},
         "worker": {"keda": {"enabled": True, "broker": "rabbitmq", "minReplicaCount": 2}},
     },
@@ -303,6 +338,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     },
     "everything": {
         **PROXY_PEERS,
+        "networkPolicy": {**PROXY_PEERS["networkPolicy"], **BROKER_EGRESS},
         "engine": {
             "autoscaling": {"enabled": True},
             "podDisruptionBudget": {"enabled": True},
@@ -578,36 +614,52 @@ def test_pods_run_non_root_read_only_without_capabilities(scenario: str) -> None
             assert "memory" in resources["limits"], where
 
 
-def test_in_chart_redis_requires_a_generated_password_in_protected_mode() -> None:
+def test_in_chart_redis_has_a_generated_password_per_user_and_no_default_user() -> None:
     docs = manifests("defaults")
     secret = one(docs, "Secret", "redis")
-    password = secret["stringData"]["redis-password"]
-    assert re.fullmatch(r"[A-Za-z0-9]{32}", password), "URL-safe, 32 characters"
+    assert set(secret["stringData"]) == {f"{user}-password" for user in REDIS_USERS}
+    passwords = list(secret["stringData"].values())
+    for password in passwords:
+        assert re.fullmatch(r"[A-Za-z0-9]{40}", password), "URL-safe, 40 characters"
+    assert len(set(passwords)) == len(passwords), "one password per user"
     assert secret["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
     redis = by_kind(docs, "StatefulSet")[0]["spec"]["template"]["spec"]["containers"][0]
     args = dict(zip(redis["args"][::2], redis["args"][1::2], strict=True))
     assert args["--protected-mode"] == "yes"
-    # The password is read from the Secret into a config file, never on the command line.
-    assert "requirepass" in redis["command"][2] and "$REDIS_PASSWORD" in redis["command"][2]
-    assert password not in json.dumps(redis["command"] + redis["args"])
+    # The users come from the rules file (a ConfigMap) and the passwords from the Secret,
+    # written into an ACL file at start: never on the command line.
+    script = redis["command"][2]
+    assert "user default off" in script and "--aclfile /tmp/users.acl" in script
+    assert "requirepass" not in script
+    assert not any(password in json.dumps(redis["command"] + redis["args"]) for password in passwords)
+    (rules,) = [c for c in by_kind(docs, "ConfigMap") if c["metadata"]["name"].endswith("-users")]
+    assert rules["data"]["redis-users.rules"] == (CHART_DIR / "files" / "redis-users.rules").read_text()
     env = env_of(redis)
-    for name in ("REDIS_PASSWORD", "REDISCLI_AUTH"):
-        ref = env[name]["valueFrom"]["secretKeyRef"]
-        assert ref == {"name": secret["metadata"]["name"], "key": "redis-password"}, name
-    # Engine and workers authenticate with the same password.
-    for component in ("engine", "worker"):
-        ref = env_of(container(docs, component))["ASCENSION_REDIS_PASSWORD"]["valueFrom"]
-        assert ref["secretKeyRef"]["name"] == secret["metadata"]["name"], component
+    for user in REDIS_USERS:
+        ref = env[f"REDIS_PASSWORD_{user.upper()}"]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": secret["metadata"]["name"], "key": f"{user}-password"}, user
+    assert env["REDISCLI_AUTH"]["valueFrom"]["secretKeyRef"]["key"] == "healthcheck-password"
+    probe = " ".join(redis["readinessProbe"]["exec"]["command"])
+    assert "--user healthcheck" in probe and "PONG" in probe
+    # The engine reaches the store as engine and Celery as broker; the workers, which run bot
+    # code, get only the broker's password.
+    engine, worker = env_of(container(docs, "engine")), env_of(container(docs, "worker"))
+    assert engine["REDIS_URL"]["value"].startswith("redis://engine:$(ASCENSION_REDIS_PASSWORD)@")
+    for where in (engine, worker):
+        assert where["CELERY_BROKER_URL"]["value"].startswith(
+            "redis://broker:$(ASCENSION_BROKER_PASSWORD)@"
+        )
+        ref = where["ASCENSION_BROKER_PASSWORD"]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": secret["metadata"]["name"], "key": "broker-password"}
+    assert engine["ASCENSION_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "engine-password"
+    assert "ASCENSION_REDIS_PASSWORD" not in worker and "REDIS_URL" not in worker
+    exporter = env_of(by_kind(docs, "StatefulSet")[0]["spec"]["template"]["spec"]["containers"][1])
+    assert exporter["REDIS_USER"]["value"] == "exporter"
+    assert exporter["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "exporter-password"
 
 
 def test_redis_auth_existing_secret() -> None:
-    docs = render_docs(
-        {
-            "redis": {
-                "auth": {"existingSecret": "games-redis-auth", "existingSecretPasswordKey": "pw"}
-            }
-        }
-    )
+    docs = manifests("redis-auth-existing-secret")
     redis_secrets = [
         s
         for s in by_kind(docs, "Secret")
@@ -615,15 +667,23 @@ def test_redis_auth_existing_secret() -> None:
     ]
     assert not redis_secrets, "the chart makes no Secret of its own for Redis"
     redis = by_kind(docs, "StatefulSet")[0]["spec"]["template"]["spec"]["containers"][0]
-    assert env_of(redis)["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
-        "name": "games-redis-auth",
-        "key": "pw",
-    }
+    for user, key in REDIS_KEYS.items():
+        assert env_of(redis)[f"REDIS_PASSWORD_{user.upper()}"]["valueFrom"]["secretKeyRef"] == {
+            "name": "games-redis-auth",
+            "key": key,
+        }
     engine = env_of(container(docs, "engine"))
     assert engine["ASCENSION_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
         "name": "games-redis-auth",
-        "key": "pw",
+        "key": "store",
     }
+    assert engine["ASCENSION_BROKER_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "celery"
+    lint = helm_python.lint(
+        str(CHART_DIR),
+        {"redis": {"auth": {"existingSecret": "x", "existingSecretKeys": {"keda": ""}}}},
+        strict=True,
+    )
+    assert lint["errors"], "every user's key must be named"
 
 
 # ---------------------------------------------------------------------------
@@ -661,9 +721,15 @@ def test_no_sweeper_workload(scenario: str) -> None:
         for doc in docs
         if doc["kind"] in {"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"}
     )
-    redis = ["redis"] if merged_values(scenario)["redis"]["enabled"] else []
-    web = ["web"] if merged_values(scenario)["web"]["enabled"] else []
-    assert components == sorted(["engine", "worker", *redis, *web])
+    values = merged_values(scenario)
+    redis = ["redis"] if values["redis"]["enabled"] else []
+    exporter = (
+        ["redis-exporter"]
+        if not values["redis"]["enabled"] and values["redis"]["metrics"]["targets"]
+        else []
+    )
+    web = ["web"] if values["web"]["enabled"] else []
+    assert components == sorted(["engine", "worker", *redis, *exporter, *web])
     assert not any("sweeper" in doc["metadata"]["name"] for doc in docs)
 
 
@@ -673,7 +739,8 @@ def container(docs: list[dict[str, Any]], component: str) -> dict[str, Any]:
     return found
 
 
-CHART_INTERNAL_ENV = frozenset({"ASCENSION_REDIS_PASSWORD"})
+# The in-chart Redis users' passwords, for the $(...) references in the URLs.
+CHART_INTERNAL_ENV = frozenset({"ASCENSION_REDIS_PASSWORD", "ASCENSION_BROKER_PASSWORD"})
 # Logging and tracing, read by engine_service.telemetry in the engine and the workers.
 TELEMETRY_ENV = telemetry.ENVIRONMENT
 # A client's TLS to the engine (clients/sdk/tls.py): the workers', and the engine's own (its
@@ -782,7 +849,7 @@ def test_environment_follows_the_contract(scenario: str) -> None:
     for component in ("engine", "worker"):
         env = env_of(container(docs, component))
         extra = {item["name"] for item in values[component].get("extraEnv", [])}
-        # The in-chart Redis's password, for the $(ASCENSION_REDIS_PASSWORD) in the URLs.
+        # The in-chart Redis users' passwords, for the $(...) references in the URLs.
         extra |= CHART_INTERNAL_ENV
         named = settings_named(env, allowed[component])
         assert named - extra <= allowed[component], (
@@ -1094,7 +1161,7 @@ def test_redis_in_chart_or_external(scenario: str) -> None:
                 )
         else:
             assert not claims and "data" in volumes
-        # Its URL carries the password, expanded by Kubernetes from the auth Secret.
+        # Its URLs carry the users' passwords, expanded by Kubernetes from the auth Secret.
         assert redis_ref is None
         password = engine_env["ASCENSION_REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]
         assert list(engine_env).index("ASCENSION_REDIS_PASSWORD") < list(engine_env).index(
@@ -1102,7 +1169,7 @@ def test_redis_in_chart_or_external(scenario: str) -> None:
         ), "a $(VAR) reference only sees variables defined before it"
         redis_service = f"{RELEASE}-ascension-engine-redis"
         assert engine_env["REDIS_URL"]["value"] == (
-            f"redis://:$(ASCENSION_REDIS_PASSWORD)@{redis_service}:6379/0"
+            f"redis://engine:$(ASCENSION_REDIS_PASSWORD)@{redis_service}:6379/0"
         )
         if values["redis"]["auth"]["existingSecret"]:
             assert password["name"] == values["redis"]["auth"]["existingSecret"]
@@ -1124,6 +1191,14 @@ def test_redis_in_chart_or_external(scenario: str) -> None:
         assert broker_ref == {"name": broker["existingSecret"], "key": broker["existingSecretKey"]}
     elif broker["url"]:
         assert secrets[broker_ref["name"]]["stringData"][broker_ref["key"]] == broker["url"]
+    elif values["redis"]["enabled"]:
+        # The in-chart Redis holds the queue too, reached as Celery's own user.
+        assert engine_env["CELERY_BROKER_URL"]["value"] == (
+            f"redis://broker:$(ASCENSION_BROKER_PASSWORD)@{RELEASE}-ascension-engine-redis:6379/0"
+        )
+        assert list(engine_env).index("ASCENSION_BROKER_PASSWORD") < list(engine_env).index(
+            "CELERY_BROKER_URL"
+        )
     else:
         assert engine_env["CELERY_BROKER_URL"] == {
             **engine_env["REDIS_URL"],
@@ -1162,8 +1237,12 @@ def test_secret_change_rolls_the_pods() -> None:
             ]
         )
 
-    first = {"redis": {"enabled": False}, "externalRedis": {"url": "redis://a:6379/0"}}
-    second = {"redis": {"enabled": False}, "externalRedis": {"url": "redis://b:6379/0"}}
+    first = {
+        "redis": {"enabled": False},
+        "externalRedis": {"url": "redis://a:6379/0"},
+        "networkPolicy": BROKER_EGRESS,
+    }
+    second = {**first, "externalRedis": {"url": "redis://b:6379/0"}}
     assert checksum(first) != checksum(second)
 
 
@@ -1323,7 +1402,8 @@ def test_service_monitor_scrapes_engine_and_workers_once() -> None:
         s for s in by_kind(docs, "Service") if selector_matches(selector, s["metadata"]["labels"])
     ]
     components = sorted(s["metadata"]["labels"]["app.kubernetes.io/component"] for s in selected)
-    assert components == ["engine", "worker"], (
+    # The engines, the workers and the Redis exporter (a sidecar of the in-chart Redis).
+    assert components == ["engine", "redis", "worker"], (
         "each component must be scraped through exactly one Service"
     )
     endpoint_ports = {e["port"] for e in monitor["spec"]["endpoints"]}
@@ -1331,6 +1411,70 @@ def test_service_monitor_scrapes_engine_and_workers_once() -> None:
         assert endpoint_ports <= {p["name"] for p in service["spec"]["ports"]}, service["metadata"][
             "name"
         ]
+    jobs = {s["metadata"]["labels"]["ascension-engine/job"] for s in selected}
+    assert jobs == {"ascension-engine", "ascension-worker", "ascension-redis"}
+
+
+def test_an_external_redis_is_watched_node_by_node() -> None:
+    """redis.metrics with an external Redis: one exporter Deployment, and a ServiceMonitor
+    endpoint per node of redis.metrics.targets (GET /scrape?target=...), each node its own
+    instance, as the job ascension-redis; the exporter authenticates as a user of yours and
+    checks the Redis's TLS with externalRedis.tls.caSecret."""
+    docs = manifests("production")
+    values = merged_values("production")
+    targets = values["redis"]["metrics"]["targets"]
+    assert targets, "the production example watches its Redis"
+    (exporter,) = [
+        d
+        for d in by_kind(docs, "Deployment")
+        if d["metadata"]["labels"]["app.kubernetes.io/component"] == "redis-exporter"
+    ]
+    spec = exporter["spec"]["template"]["spec"]
+    (box,) = spec["containers"]
+    env = env_of(box)
+    assert env["REDIS_ADDR"]["value"] == ""
+    auth = values["redis"]["metrics"]["auth"]
+    assert env["REDIS_USER"]["valueFrom"]["secretKeyRef"] == {
+        "name": auth["existingSecret"],
+        "key": auth["usernameKey"],
+    }
+    assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == auth["existingSecret"]
+    assert env["REDIS_EXPORTER_TLS_CA_CERT_FILE"]["value"] == "/etc/ascension/redis-tls/ca.crt"
+    assert "--check-single-keys=db0=ascension.moves" in box["args"]
+    (monitor,) = by_kind(docs, "ServiceMonitor")
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    (service,) = [
+        s
+        for s in by_kind(docs, "Service")
+        if selector_matches(selector, s["metadata"]["labels"])
+        and s["metadata"]["labels"]["app.kubernetes.io/component"] == "redis-exporter"
+    ]
+    assert service["metadata"]["labels"]["ascension-engine/job"] == "ascension-redis"
+    assert selector_matches(
+        service["spec"]["selector"], exporter["spec"]["template"]["metadata"]["labels"]
+    )
+    scrapes = [e for e in monitor["spec"]["endpoints"] if e["path"] == "/scrape"]
+    assert [e["params"]["target"] for e in scrapes] == [[t] for t in targets]
+    for endpoint, target in zip(scrapes, targets, strict=True):
+        assert endpoint["port"] == "redis-metrics"
+        (relabel,) = endpoint["relabelings"]
+        assert relabel["targetLabel"] == "instance"
+        assert relabel["replacement"] == target.split("://")[1]
+    # The engines' and workers' Services have no port of that name: they are not scraped
+    # through /scrape.
+    for other in by_kind(docs, "Service"):
+        if other is not service:
+            assert "redis-metrics" not in {p["name"] for p in other["spec"]["ports"]}
+    # Without targets there is nothing to watch: no exporter, and the notes say so.
+    bare = {"redis": {"enabled": False}, "externalRedis": {"url": "redis://r:6379/0"}}
+    bare_values = {**bare, "networkPolicy": BROKER_EGRESS}
+    assert not [
+        d
+        for d in render_docs(bare_values)
+        if d["metadata"]["labels"].get("app.kubernetes.io/component") == "redis-exporter"
+    ]
+    notes = next(v for k, v in render(bare_values).items() if k.endswith("NOTES.txt"))
+    assert "no Redis exporter" in notes and "redis.metrics.targets" in notes
 
 
 def test_prometheus_rule_carries_the_alerts_file() -> None:
@@ -1556,7 +1700,7 @@ def mask_generated(rendered: dict[str, str]) -> dict[str, str]:
     over them) masked."""
     return {
         path: re.sub(
-            r'(redis-password: "|ai-token-keys: "|operator-keys: "|checksum/secret: )[A-Za-z0-9]+',
+            r'(-password: "|ai-token-keys: "|operator-keys: "|checksum/secret: |checksum/redis-auth: )[A-Za-z0-9]+',
             r"\1<generated>",
             text,
         )

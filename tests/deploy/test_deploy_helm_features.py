@@ -24,10 +24,12 @@ from ai_workers.config import QUEUE
 from engine_service.api.ascension.v1 import engine_pb2
 from tests.deploy.deploy_support import CHART_DIR
 from tests.deploy.test_deploy_helm_chart import (
+    BROKER_EGRESS,
     DIGEST,
     GATEWAY_API,
     KEDA_API,
     NAMESPACE,
+    PRODUCTION_EXAMPLE,
     PROXY_PEERS,
     RELEASE,
     SCENARIOS,
@@ -89,8 +91,11 @@ def test_network_policies_are_on_by_default() -> None:
 )
 def test_policies_select_their_pods_and_name_their_ports(scenario: str) -> None:
     docs = manifests(scenario)
+    egress = merged_values(scenario)["networkPolicy"]["workerEgress"]["enabled"]
     for component, policy in policies(docs).items():
-        assert policy["spec"]["policyTypes"] == ["Ingress"]
+        # Only the workers' egress is restricted (tests/deploy/test_worker_egress.py).
+        expected = ["Ingress", "Egress"] if component == "worker" and egress else ["Ingress"]
+        assert policy["spec"]["policyTypes"] == expected, component
         selector = policy["spec"]["podSelector"]["matchLabels"]
         selected = [
             spec for _n, meta, spec in pod_specs(docs) if selector_matches(selector, meta["labels"])
@@ -258,15 +263,21 @@ def test_redis_exporter_sidecar_reads_the_password_and_listens_on_metrics() -> N
     exporter = containers["exporter"]
     env = env_of(exporter)
     assert env["REDIS_ADDR"]["value"] == "redis://127.0.0.1:6379"
-    assert env["REDIS_PASSWORD"] == env_of(containers["redis"])["REDIS_PASSWORD"]
+    # As the read-only user exporter, with its own password.
+    assert env["REDIS_USER"]["value"] == "exporter"
+    assert (
+        env["REDIS_PASSWORD"]["valueFrom"]
+        == env_of(containers["redis"])["REDIS_PASSWORD_EXPORTER"]["valueFrom"]
+    )
     assert exporter["ports"] == [{"name": "metrics", "containerPort": 9121, "protocol": "TCP"}]
     assert "--web.listen-address=:9121" in exporter["args"]
-    assert "exporter" not in {
-        c["name"]
-        for c in by_kind(manifests("defaults"), "StatefulSet")[0]["spec"]["template"]["spec"][
-            "containers"
-        ]
-    }
+
+    def sidecars(values: dict[str, Any]) -> set[str]:
+        spec = by_kind(render_docs(values), "StatefulSet")[0]["spec"]["template"]["spec"]
+        return {c["name"] for c in spec["containers"]}
+
+    assert "exporter" in sidecars({}), "on by default: the Redis alerts need it"
+    assert "exporter" not in sidecars({"redis": {"metrics": {"enabled": False}}})
 
 
 # ---------------------------------------------------------------------------
@@ -490,8 +501,12 @@ def test_keda_scales_the_workers_on_the_moves_queue(scenario: str) -> None:
             ]
             assert trigger["metadata"]["address"] == f"{FULLNAME}-redis.{NAMESPACE}.svc:6379"
             assert redis
-            # The in-chart Redis's password, from the Secret the chart generated.
+            # The in-chart Redis's read-only user keda, its password from the Secret the chart
+            # generated.
+            assert refs["password"]["key"] == "keda-password"
             assert secrets[refs["password"]["name"]]["stringData"][refs["password"]["key"]]
+            username = secrets[refs["username"]["name"]]["stringData"][refs["username"]["key"]]
+            assert username == "keda"
     else:
         assert trigger["type"] == "rabbitmq"
         assert trigger["metadata"]["queueName"] == QUEUE
@@ -512,6 +527,7 @@ def test_keda_refuses_conflicting_or_incomplete_settings() -> None:
             {
                 "redis": {"enabled": False},
                 "externalRedis": {"url": "redis://r:6379/0"},
+                "networkPolicy": BROKER_EGRESS,
                 "worker": {"keda": {"enabled": True}},
             }
         )
@@ -569,8 +585,21 @@ def test_engine_pdb_is_on_by_default() -> None:
             if b["metadata"]["labels"]["app.kubernetes.io/component"] == "engine"
         ]
 
+    # One engine at a time, however many the HPA runs: minAvailable 1 would let a drain of
+    # several nodes evict all but one replica at once.
     (pdb,) = engine_budgets("defaults")
-    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"] == {
+        "maxUnavailable": 1,
+        "selector": {
+            "matchLabels": {
+                "app.kubernetes.io/name": "ascension-engine",
+                "app.kubernetes.io/instance": RELEASE,
+                "app.kubernetes.io/component": "engine",
+            }
+        },
+    }
+    (pdb,) = engine_budgets("engine-hpa")
+    assert pdb["spec"]["maxUnavailable"] == 1 and "minAvailable" not in pdb["spec"]
     assert not engine_budgets("engine-pdb-off")
 
 
@@ -615,10 +644,9 @@ def pod_annotations(docs: list[dict[str, Any]], kind: str, component: str) -> di
 def test_secret_changes_roll_the_pods() -> None:
     """The chart's own Secrets are hashed into the pods' annotations; an existing Secret is
     looked up at install/upgrade (no cluster here: its annotation is still rendered)."""
-    base = render_docs({"redis": {"enabled": False}, "externalRedis": {"url": "redis://a:6379/0"}})
-    changed = render_docs(
-        {"redis": {"enabled": False}, "externalRedis": {"url": "redis://b:6379/0"}}
-    )
+    external = {"redis": {"enabled": False}, "networkPolicy": BROKER_EGRESS}
+    base = render_docs({**external, "externalRedis": {"url": "redis://a:6379/0"}})
+    changed = render_docs({**external, "externalRedis": {"url": "redis://b:6379/0"}})
     for component in ("engine", "worker"):
         before = pod_annotations(base, "Deployment", component)["checksum/secret"]
         assert before != pod_annotations(changed, "Deployment", component)["checksum/secret"]
@@ -812,7 +840,7 @@ def test_an_external_redis_cluster() -> None:
     )
     assert "ENGINE_REDIS_MODE" not in engine_env(manifests("external-redis-url"))
     with pytest.raises(helm_python.HelmRenderError, match="cannot hold the Celery queue"):
-        render({"redis": {"enabled": False},
+        render({"redis": {"enabled": False}, "networkPolicy": BROKER_EGRESS,
                 "externalRedis": {"url": "redis://node:6379", "mode": "cluster"}})  # fmt: skip
     lint = helm_python.lint(str(CHART_DIR), {"externalRedis": {"mode": "sharded"}}, strict=True)
     assert lint["errors"], "an unknown mode passes the schema"
@@ -897,6 +925,7 @@ def test_keda_authenticates_to_a_tls_redis_with_its_user_and_ca() -> None:
         {
             "redis": {"enabled": False},
             "externalRedis": {"existingSecret": "r"},
+            "networkPolicy": BROKER_EGRESS,
             "worker": {
                 "keda": {
                     "enabled": True,
@@ -911,7 +940,11 @@ def test_keda_authenticates_to_a_tls_redis_with_its_user_and_ca() -> None:
 
 
 def test_keda_refuses_tls_files_without_tls_and_a_fallback_above_its_maximum() -> None:
-    external = {"redis": {"enabled": False}, "externalRedis": {"existingSecret": "r"}}
+    external = {
+        "redis": {"enabled": False},
+        "externalRedis": {"existingSecret": "r"},
+        "networkPolicy": BROKER_EGRESS,
+    }
     with pytest.raises(helm_python.HelmRenderError, match="enableTLS"):
         render({**external, "worker": {"keda": {"enabled": True, "redis": {
             "address": "r:6379", "caSecret": {"name": "ca", "key": "ca.crt"}}}}})  # fmt: skip
@@ -1030,12 +1063,187 @@ def test_the_latency_thresholds_offered_are_the_engines_buckets() -> None:
     assert offered == [floatToGoString(b) for b in metrics._LATENCY_BUCKETS]  # type: ignore[no-untyped-call]
 
 
-def test_only_its_password_restarts_the_in_chart_redis() -> None:
+def test_only_its_users_restart_the_in_chart_redis() -> None:
     """Rotating a TLS certificate or a key rolls the engines and workers, never the one Redis
-    pod (whose restart pauses every game)."""
+    pod (whose restart pauses every game): its pod carries only the checksums of its users'
+    passwords and rules (that an upgrade which changes nothing keeps the same is
+    tests/deploy/test_chart_upgrade.py's)."""
     plain = pod_annotations(manifests("defaults"), "StatefulSet", "redis")
+    assert set(plain) == {"checksum/redis-auth", "checksum/redis-users"}
     for scenario in ("tls-existing-secret", "operator-keys-existing-public-create"):
-        assert pod_annotations(manifests(scenario), "StatefulSet", "redis") == plain, scenario
+        redis = pod_annotations(manifests(scenario), "StatefulSet", "redis")
+        assert set(redis) == set(plain), scenario
+        assert redis["checksum/redis-users"] == plain["checksum/redis-users"], scenario
         engine = pod_annotations(manifests(scenario), "Deployment", "engine")
         assert "checksum/existing-secrets" in engine, scenario
-    assert set(plain) >= {"checksum/redis-auth"}
+
+
+def test_the_replicas_each_redis_primary_should_have_are_a_value() -> None:
+    """metrics.prometheusRule.redisReplicas is recorded for the release's namespace (the alert
+    AscensionRedisReplicasLost compares with it); 0, the default, records nothing."""
+    docs = render_docs({"metrics": {"prometheusRule": {"enabled": True, "redisReplicas": 2}}})
+    recorded = recorded_settings(docs)[("ascension:redis_replicas_expected", "")]
+    assert recorded["expr"] == "vector(2)" and recorded["labels"] == {"namespace": NAMESPACE}
+    default = render_docs({"metrics": {"prometheusRule": {"enabled": True}}})
+    assert ("ascension:redis_replicas_expected", "") not in recorded_settings(default)
+
+
+# ---------------------------------------------------------------------------
+# Pull secrets on every pod the chart renders
+# ---------------------------------------------------------------------------
+
+POD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod"}
+PULL_SECRETS = [{"name": "regcred"}, {"name": "mirror-cred"}]
+
+
+def every_pod_spec(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(kind/name, pod spec) of every pod any manifest would start, hooks and tests included."""
+    found = []
+    for doc in docs:
+        kind, name = doc["kind"], doc["metadata"]["name"]
+        if kind == "Pod":
+            found.append((f"{kind}/{name}", doc["spec"]))
+        elif kind == "CronJob":
+            found.append((f"{kind}/{name}", doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]))
+        elif kind in POD_KINDS:
+            found.append((f"{kind}/{name}", doc["spec"]["template"]["spec"]))
+    return found
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_every_pod_gets_the_pull_secrets(scenario: str) -> None:
+    """imagePullSecrets reach every PodSpec: engine, workers, web, the in-chart Redis (and its
+    exporter), the external Redis's exporter, and both `helm test` pods."""
+    values = {**SCENARIOS[scenario], "imagePullSecrets": PULL_SECRETS}
+    docs = render_docs(values)
+    pods = every_pod_spec(docs)
+    assert pods, "no pod rendered"
+    kinds = {d["kind"] for d in docs}
+    assert not (kinds & {"DaemonSet", "ReplicaSet", "Job", "CronJob"} - {"Job"}), kinds
+    for where, spec in pods:
+        assert spec.get("imagePullSecrets") == PULL_SECRETS, where
+    if scenario == "defaults":
+        names = {where for where, _ in pods}
+        assert {
+            f"StatefulSet/{FULLNAME}-redis",
+            f"Pod/{FULLNAME}-test-ai-move",
+            f"Pod/{FULLNAME}-test-health",
+        } <= names, names
+
+
+def test_without_pull_secrets_no_pod_names_any() -> None:
+    for where, spec in every_pod_spec(manifests("everything")):
+        assert "imagePullSecrets" not in spec, where
+
+
+# ---------------------------------------------------------------------------
+# The workers (third-party bot code) reach only the engine, the broker and DNS
+# ---------------------------------------------------------------------------
+
+
+def worker_egress(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    policy = policies(docs)["worker"]
+    assert "Egress" in policy["spec"]["policyTypes"]
+    rules: list[dict[str, Any]] = policy["spec"]["egress"]
+    return rules
+
+
+def test_worker_egress_is_the_engine_the_broker_and_dns() -> None:
+    docs = manifests("defaults")
+    rules = worker_egress(docs)
+    selected = [
+        meta["labels"]["app.kubernetes.io/component"]
+        for _n, meta, _s in pod_specs(docs)
+        if selector_matches(
+            policies(docs)["worker"]["spec"]["podSelector"]["matchLabels"], meta["labels"]
+        )
+    ]
+    assert selected == ["worker"]
+    dns, engine, redis = rules
+    assert dns["ports"] == [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]
+    assert dns["to"] == [
+        {"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}
+    ]
+    values = merged_values("defaults")
+    for rule, component, port in (
+        (engine, "engine", values["engine"]["grpcPort"]),
+        (redis, "redis", values["redis"]["port"]),
+    ):
+        assert rule["ports"] == [{"port": port, "protocol": "TCP"}], component
+        (peer,) = rule["to"]
+        assert set(peer) == {"podSelector"}, "this namespace's pods only"
+        reached = [
+            meta["labels"]["app.kubernetes.io/component"]
+            for _n, meta, _s in pod_specs(docs)
+            if selector_matches(peer["podSelector"]["matchLabels"], meta["labels"])
+        ]
+        assert reached == [component]
+        # The port is the one those pods listen on.
+        (pod,) = [
+            s
+            for _n, m, s in pod_specs(docs)
+            if m["labels"]["app.kubernetes.io/component"] == component
+        ]
+        assert port in {p["containerPort"] for c in pod["containers"] for p in c.get("ports", [])}
+
+
+def test_worker_egress_to_a_broker_outside_the_chart_must_be_named() -> None:
+    external = {"redis": {"enabled": False}, "externalRedis": {"url": "redis://r:6379/0"}}
+    with pytest.raises(helm_python.HelmRenderError, match=r"workerEgress\.extra"):
+        render(external)
+    with pytest.raises(helm_python.HelmRenderError, match=r"workerEgress\.extra"):
+        render({"broker": {"url": "redis://broker:6379/0"}})
+    docs = render_docs({**external, "networkPolicy": BROKER_EGRESS})
+    rules = worker_egress(docs)
+    assert len(rules) == 3, "DNS, the engine and the extra rule: no in-chart Redis"
+    assert rules[-1] == BROKER_EGRESS["workerEgress"]["extra"][0]
+    # Off: the workers' egress is not restricted.
+    off = render_docs({**external, "networkPolicy": {"workerEgress": {"enabled": False}}})
+    assert policies(off)["worker"]["spec"]["policyTypes"] == ["Ingress"]
+    assert "egress" not in policies(off)["worker"]["spec"]
+
+
+def test_the_production_example_lets_its_workers_reach_their_broker_only() -> None:
+    docs = manifests("production")
+    rules = worker_egress(docs)
+    extra = merged_values("production")["networkPolicy"]["workerEgress"]["extra"]
+    assert extra and rules[-len(extra) :] == extra
+    assert all(rule.get("to") for rule in rules), "every rule names where (none is `anywhere`)"
+
+
+# ---------------------------------------------------------------------------
+# The production example: pinned by digest, its Redis watched
+# ---------------------------------------------------------------------------
+
+
+def test_the_production_example_refuses_to_render_without_a_digest() -> None:
+    import yaml
+
+    example = yaml.safe_load(PRODUCTION_EXAMPLE.read_text())
+    assert example["image"]["requireDigest"] is True and not example["image"]["digest"]
+    with pytest.raises(helm_python.HelmRenderError, match=r"image\.digest") as refused:
+        render(example)
+    assert "sha256" in str(refused.value)
+    # With the digest an operator passes (--set image.digest=...), every pod of the app pulls
+    # exactly that image.
+    docs = manifests("production")
+    app = {
+        c["image"]
+        for _where, spec in every_pod_spec(docs)
+        for c in spec["containers"]
+        if "redis_exporter" not in c["image"]
+    }
+    assert app == {f"{example['image']['repository']}:{example['image']['tag']}@{DIGEST}"}
+    # The default chart (trials) does not ask for one.
+    assert not merged_values("defaults")["image"]["requireDigest"]
+    render({"image": {"requireDigest": True, "digest": DIGEST}})
+
+
+def test_the_production_example_watches_its_redis() -> None:
+    values = merged_values("production")
+    assert values["redis"]["metrics"]["enabled"] and values["redis"]["metrics"]["targets"]
+    assert values["metrics"]["prometheusRule"]["redisReplicas"] > 0
+    docs = manifests("production")
+    (rule,) = by_kind(docs, "PrometheusRule")
+    (settings,) = [g for g in rule["spec"]["groups"] if g["name"] == "ascension-settings"]
+    assert "ascension:redis_replicas_expected" in {r["record"] for r in settings["rules"]}

@@ -1,7 +1,7 @@
 """The chart's production example (examples/production.yaml), and `helm test` against a
-hardened engine: the test pods and the engine's probes, as the chart renders them, run
-against a real `ascension-engine serve` with TLS, mutual TLS and operator keys, their files
-standing in for the Secrets they mount.
+hardened engine: the test pods, the engine's probes and the web pod, as the chart renders
+them, run against a real `ascension-engine serve` with TLS, mutual TLS, operator keys and the
+web pods' gateway key, their files standing in for the Secrets they mount.
 
 The example is also a scenario of test_deploy_helm_chart (linted strict, every manifest
 validated against the Kubernetes 1.30 schemas, the CRDs against their required fields).
@@ -199,6 +199,8 @@ def hardened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hardened]:
     )
     ai_keys = directory / "ai-token-keys"
     ai_keys.write_text(keys_secret["stringData"]["ai-token-keys"])
+    gateway_keys = directory / "gateway-keys"
+    gateway_keys.write_text(keys_secret["stringData"]["gateway-keys"])
     server, client = f"{FULLNAME}-engine-tls", f"{FULLNAME}-engine-client"
     files = {
         (server, "tls.crt"): certs.server_cert,
@@ -209,6 +211,7 @@ def hardened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hardened]:
         (client, "ca.crt"): certs.ca,
         (keys_secret["metadata"]["name"], "operator-keys"): operator_keys,
         (keys_secret["metadata"]["name"], "ai-token-keys"): ai_keys,
+        (keys_secret["metadata"]["name"], "gateway-keys"): gateway_keys,
     }
     # The engine's environment as the chart renders it, files mapped to the stand-ins; the
     # local AI processes play the AI seats (they inherit the client TLS environment).
@@ -216,7 +219,9 @@ def hardened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hardened]:
     env = {
         k: v
         for k, v in local_env(spec, files).items()
-        if k.startswith(("ENGINE_TLS_", "ENGINE_OPERATOR", "ENGINE_AI_TOKEN", "ASCENSION_TLS_"))
+        if k.startswith(
+            ("ENGINE_TLS_", "ENGINE_OPERATOR", "ENGINE_AI_TOKEN", "ENGINE_GATEWAY", "ASCENSION_TLS_")
+        )
         or k
         in {
             "ENGINE_PUBLIC_CREATE",
@@ -227,6 +232,7 @@ def hardened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hardened]:
     assert {
         "ENGINE_TLS_CLIENT_CA_FILE",
         "ENGINE_OPERATOR_KEYS_FILE",
+        "ENGINE_GATEWAY_KEYS_FILE",
         "ASCENSION_TLS_CERT_FILE",
     } <= set(env)
     engine = support.start_engine(ENGINE_AI_DISPATCH="local", **env)
@@ -239,6 +245,16 @@ def hardened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hardened]:
 def local_env(spec: dict[str, Any], files: dict[tuple[str, str], Path]) -> dict[str, str]:
     """A pod's first container's environment with each path of a mounted Secret's file
     replaced by the local file standing in for that (Secret, key)."""
+    mounted = mounted_files(spec)
+    env = {}
+    for item in spec["containers"][0].get("env", []):
+        value = item.get("value", "")
+        env[item["name"]] = str(files[mounted[value]]) if value in mounted else value
+    return env
+
+
+def mounted_files(spec: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Path in the pod's first container -> the (Secret, key) mounted there."""
     volumes = {v["name"]: v for v in spec["volumes"]}
     mounted: dict[str, tuple[str, str]] = {}
     for mount in spec["containers"][0].get("volumeMounts", []):
@@ -250,11 +266,7 @@ def local_env(spec: dict[str, Any], files: dict[tuple[str, str], Path]) -> dict[
             for item in source.get("secret", {}).get("items", []):
                 path = str(PurePosixPath(mount["mountPath"]) / item["path"])
                 mounted[path] = (source["secret"]["name"], item["key"])
-    env = {}
-    for item in spec["containers"][0].get("env", []):
-        value = item.get("value", "")
-        env[item["name"]] = str(files[mounted[value]]) if value in mounted else value
-    return env
+    return mounted
 
 
 def run_pod(
@@ -353,3 +365,76 @@ def test_the_engines_tls_probes_pass_and_fail_as_they_should(hardened: Hardened)
     stranger[(f"{FULLNAME}-engine-client", "tls.key")] = certs_dir / "stranger.key"
     refused = run_pod(env_spec, Hardened(hardened.engine, stranger, hardened.docs))
     assert refused.returncode != 0
+
+
+def start_web_pod(hardened: Hardened, files: dict[tuple[str, str], Path]) -> Any:
+    """The web Deployment's `ascension web` as rendered (its files the stand-ins), in front of
+    the hardened engine: on loopback, a free port."""
+    from tests.web.conftest import start_web
+
+    spec = one(hardened.docs, "Deployment", "web")["spec"]["template"]["spec"]
+    command = spec["containers"][0]["command"]
+    assert command[:2] == ["ascension", "web"]
+    mounted = mounted_files(spec)
+    args, dialed = [], ""
+    rest = iter(command[2:])
+    for arg in rest:
+        if arg in ("--host", "--port"):
+            next(rest)
+        elif arg == "--address":
+            dialed = next(rest)
+            args += [arg, hardened.engine.address]
+        else:
+            args.append(str(files[mounted[arg]]) if arg in mounted else arg)
+    env = local_env(spec, files)
+    env.setdefault("ASCENSION_TLS_SERVER_NAME", dialed.rsplit(":", 1)[0])
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # (start_web runs it with this process's environment)
+    try:
+        return start_web(*[a for a in args if a != "--no-browser"])
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def list_cards(url: str) -> tuple[int, dict[str, Any]]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(
+        url + "ascension.v1.Engine/ListCards", data=b"{}", method="POST",
+        headers={"content-type": "application/json"},
+    )  # fmt: skip
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def test_the_web_pod_presents_the_key_the_engine_holds(hardened: Hardened, tmp_path: Path) -> None:
+    """The chart mounts one generated key in the engines (ENGINE_GATEWAY_KEYS_FILE) and the
+    web pods (--gateway-key-file): the hardened engine answers the rendered web pod's calls,
+    which carry it; with another key in the web pod's file, every call is refused."""
+    from tests.web.conftest import stop_web
+
+    web = start_web_pod(hardened, hardened.files)
+    try:
+        status, answer = list_cards(web.url)
+        assert status == 200 and len(answer["cards"]) > 50, (status, answer)
+    finally:
+        stop_web(web.proc)
+    keys = f"{FULLNAME}-engine-keys"
+    wrong = tmp_path / "gateway-keys"
+    wrong.write_text("a-key-the-engine-does-not-hold")
+    web = start_web_pod(hardened, {**hardened.files, (keys, "gateway-keys"): wrong})
+    try:
+        status, answer = list_cards(web.url)
+        assert status == 401 and answer["code"] == "unauthenticated", (status, answer)
+        assert "ENGINE_GATEWAY_KEYS" in answer["message"]
+    finally:
+        stop_web(web.proc)

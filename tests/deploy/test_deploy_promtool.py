@@ -153,3 +153,60 @@ def test_the_availability_objective_is_a_value(
     test.write_text(OBJECTIVE_TEST % (expected if pages else "[]"))
     result = run(promtool, "test", "rules", test.name, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# Two replicas expected in "games": the primary keeps one for hours.
+REPLICAS_TEST = """
+rule_files: [chart-rules.yaml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'redis_connected_slaves{namespace="games",job="ascension-redis",instance="redis-0:9121"}'
+        values: '1x180'
+      - series: 'redis_instance_info{namespace="games",job="ascension-redis",instance="redis-0:9121",role="master"}'
+        values: '1x180'
+    alert_rule_test:
+      - eval_time: 3h
+        alertname: AscensionRedisReplicasLost
+        exp_alerts: %s
+"""
+
+
+@pytest.mark.parametrize(("expected", "fires"), [(2, True), (1, False)])
+def test_the_charts_replica_count_keeps_the_alert_on(
+    promtool: str, tmp_path: Path, expected: int, fires: bool
+) -> None:
+    """metrics.prometheusRule.redisReplicas: a primary that never had the replicas it should
+    have fires, and keeps firing (no history to forget)."""
+    chart_rules(
+        tmp_path,
+        {"metrics": {"prometheusRule": {"enabled": True, "redisReplicas": expected}}},
+    )
+    rules = yaml.safe_load((tmp_path / "chart-rules.yaml").read_text())
+    (rule,) = [
+        r
+        for g in rules["groups"]
+        for r in g["rules"]
+        if r.get("alert") == "AscensionRedisReplicasLost"
+    ]
+    alert = {
+        "exp_labels": {
+            "severity": "warning",
+            "component": "redis",
+            "namespace": "games",
+            "job": "ascension-redis",
+            "instance": "redis-0:9121",
+        },
+        "exp_annotations": {
+            "summary": "Redis primary redis-0:9121 has lost replicas",
+            "description": " ".join(rule["annotations"]["description"].split())
+            .replace("{{ $labels.instance }}", "redis-0:9121")
+            .replace("{{ $labels.namespace }}", "games")
+            .replace("{{ $value }}", "1"),
+        },
+    }
+    test = tmp_path / "replicas_test.yaml"
+    test.write_text(REPLICAS_TEST % json.dumps([alert] if fires else []))
+    result = run(promtool, "test", "rules", test.name, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr

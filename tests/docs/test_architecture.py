@@ -182,14 +182,14 @@ def test_the_names_in_the_page_exist() -> None:
 
 
 def test_the_compiled_modules_are_the_builds() -> None:
-    from engine_service import _build
+    from engine_service import native
 
     text = section(DOC.read_text(), "## What is compiled")
     bots = re.search(r"`ai_workers/bots`: (.*?) \(", text, re.S)
     assert bots, "the list of the search's compiled modules is gone from docs/architecture.md"
-    assert sorted(re.findall(r"`(\w+)`", bots.group(1))) == _build.PACKAGES["ai_workers/bots"]
+    assert sorted(re.findall(r"`(\w+)`", bots.group(1))) == native.PACKAGES["ai_workers/bots"]
     assert "`engine_service/rules`: every module but `__init__`" in text
     rules = sorted(
         p.stem for p in (ROOT / "engine_service" / "rules").glob("*.py") if p.stem != "__init__"
     )
-    assert _build.PACKAGES["engine_service/rules"] == rules
+    assert native.PACKAGES["engine_service/rules"] == rules

@@ -2,8 +2,11 @@
 and docs/*.md either runs here, or says on the line before its fence why it does not
 (``<!-- not run: the reason -->``).
 
-Blocks run as a reader would run them, from the repository root, with this virtualenv's
-``python`` and console scripts first on the PATH, each within a time bound:
+Blocks run as a reader would run them in a new shell, from the repository root, in an
+environment of their own: a new shell's PATH (no virtualenv on it, no ``VIRTUAL_ENV`` or
+``PYTHONPATH`` inherited), so a block that runs the project's commands names them by the
+virtualenv's path (``.venv/bin/ascension``, ``.venv/bin/python``), as the pages tell readers
+to; each within a time bound:
 
 - Python blocks run as a script against a real engine started for them: a default
   ``ascension-engine serve`` (games in memory, bots in its local process pool, no operator
@@ -107,9 +110,25 @@ def run_by_a_shell_block(block: Block) -> Path | None:
     return None
 
 
+# A new shell's PATH: the system's directories, without any virtualenv's
+NEW_SHELL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+NOT_INHERITED = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "CONDA_PREFIX")
+# The project's commands, at a command's place in a shell line
+PROJECT_COMMAND = re.compile(
+    r"(?:^|&&|\|\||;|\||\bnice|\btime|\bexec)\s*(?:[A-Z_]+=\S+\s+)*"
+    r"(python3?|pip3?|ascension-engine|ascension-worker|ascension|pytest)(?=\s|$)"
+)
+# Pages, or sections of them, about the installed package on a server or in the image (whose
+# commands are on its PATH), not about this checkout
+INSTALLED = {"operations.md": "", "bots.md": "## Running workers"}
+
+
 def environment(address: str, port: int | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGINE_", "REDIS_", "CELERY_"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env = {
+        k: v for k, v in os.environ.items()
+        if not k.startswith(("ENGINE_", "REDIS_", "CELERY_")) and k not in NOT_INHERITED
+    }  # fmt: skip
+    env["PATH"] = NEW_SHELL_PATH
     env["ASCENSION_ADDRESS"] = address
     env["PYTHONUNBUFFERED"] = "1"
     if port is not None:  # for a block that starts its own engine
@@ -186,11 +205,47 @@ def engine() -> Iterator[str]:
 
 def test_every_block_runs_or_says_why() -> None:
     assert len(ALL) >= 10, "the doc blocks were not found"
-    unclear = [b.name for b in ALL if b.before.strip().startswith("<!--") and b.reason_not_run is None]
-    assert not unclear, f"a comment before these blocks is not `<!-- not run: the reason -->`: {unclear}"
+    unclear = [
+        b.name for b in ALL if b.before.strip().startswith("<!--") and b.reason_not_run is None
+    ]
+    assert not unclear, (
+        f"a comment before these blocks is not `<!-- not run: the reason -->`: {unclear}"
+    )
     for block in RUN:
         if block.language == "console":
             assert "$ " in block.code, f"{block.name}: a console block with no `$ ` command to run"
+
+
+def section_of(block: Block) -> str:
+    """The ``## `` heading a block is under."""
+    above = block.page.read_text().splitlines()[: block.line]
+    return next((line for line in reversed(above) if line.startswith("## ")), "")
+
+
+def test_shell_commands_name_the_virtualenv() -> None:
+    """Every block's command that runs the project (run or not) says where it is:
+    ``.venv/bin/ascension``, not ``ascension`` (a new shell has no virtualenv on its PATH:
+    "command not found", or another Python without the project's packages)."""
+    bare = []
+    for block in ALL:
+        installed = INSTALLED.get(block.page.name)
+        if block.language == "python" or (
+            installed is not None and (not installed or section_of(block) == installed)
+        ):
+            continue
+        for n, line in enumerate(block.code.splitlines()):
+            command = line.strip()
+            if block.language == "console":
+                if not command.startswith("$ "):
+                    continue
+                command = command[2:]
+            if command.startswith("#") or command.startswith("python3 -m venv"):
+                continue
+            if PROJECT_COMMAND.search(command.split(" #")[0]):
+                bare.append(f"{block.name}+{n + 1}: {command}")
+    assert not bare, "commands without .venv/bin/ (a new shell has no virtualenv):\n" + "\n".join(
+        bare
+    )
 
 
 def test_the_sdk_example_is_the_quickstart_file() -> None:

@@ -16,7 +16,12 @@ from tests.deploy.deploy_support import CHART_DIR
 from tests.deploy.test_deploy_helm_chart import by_kind, container, env_of, render_docs
 
 URL = "rediss+sentinel://app:pw@sentinel-0:26379,sentinel-1:26379,sentinel-2:26379/games/0"
-VALUES = {"redis": {"enabled": False}, "externalRedis": {"url": URL, "waitReplicas": 1}}
+# The workers' egress (NetworkPolicy): a broker behind Sentinel is the Sentinels' port and the
+# Redis servers'.
+EGRESS = [{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "data"}}}],
+           "ports": [{"port": 26379, "protocol": "TCP"}, {"port": 6380, "protocol": "TCP"}]}]  # fmt: skip
+VALUES = {"redis": {"enabled": False}, "externalRedis": {"url": URL, "waitReplicas": 1},
+          "networkPolicy": {"workerEgress": {"extra": EGRESS}}}  # fmt: skip
 
 
 def test_a_sentinel_url_and_replicas_to_wait_for_reach_the_engine_and_workers() -> None:
@@ -40,8 +45,8 @@ def test_a_sentinel_url_and_replicas_to_wait_for_reach_the_engine_and_workers() 
 @pytest.mark.parametrize(
     "values",
     [
-        {"redis": {"enabled": False}, "externalRedis": {"url": "sentinel://h:26379"}},
-        {"redis": {"enabled": False}, "externalRedis": {"url": URL, "waitReplicas": -1}},
+        {**VALUES, "externalRedis": {"url": "sentinel://h:26379"}},
+        {**VALUES, "externalRedis": {"url": URL, "waitReplicas": -1}},
     ],
 )
 def test_the_schema_refuses_what_the_engine_would(values: dict[str, Any]) -> None:

@@ -1,8 +1,9 @@
 """nginx in front of an engine, as an Ingress is: gRPC over HTTP/2 (h2c), the client's address
 appended to ``x-forwarded-for`` ($proxy_add_x_forwarded_for, as ingress-nginx does), and every
 call to the engine from one address of its own (``grpc_bind``). It listens on 127.0.0.1 and
-[::1]: two clients of one machine reach it from two addresses. tests/run installs nginx
-(Debian's nginx-light) when it is missing."""
+[::1]: two clients of one machine reach it from two addresses. With ``http=True`` it is the same
+in front of an HTTP server (the browser gateway): HTTP/1.1, ``proxy_pass`` and ``proxy_bind``.
+tests/run installs nginx (Debian's nginx-light) when it is missing."""
 
 from __future__ import annotations
 
@@ -29,24 +30,38 @@ http {{
     uwsgi_temp_path {dir}/uwsgi;
     scgi_temp_path {dir}/scgi;
     server {{
-        listen 127.0.0.1:{port} http2;
-        listen [::1]:{port} http2;
+        listen 127.0.0.1:{port}{http2};
+        listen [::1]:{port}{http2};
         location / {{
+{location}
+        }}
+    }}
+}}
+"""
+GRPC = """
             grpc_pass grpc://{upstream};
             grpc_bind {source};
             grpc_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             grpc_read_timeout 1h;
             grpc_send_timeout 1h;
-        }}
-    }}
-}}
+"""
+HTTP = """
+            proxy_pass http://{upstream};
+            proxy_bind {source};
+            proxy_http_version 1.1;
+            proxy_set_header Host $http_host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_buffering off;
+            proxy_read_timeout 1h;
 """
 
 
 class NginxProxy:
     """``source``: the address nginx calls the engine from (its own, as a proxy pod's)."""
 
-    def __init__(self, workdir: Path, upstream: str, source: str = "127.0.0.2") -> None:
+    def __init__(
+        self, workdir: Path, upstream: str, source: str = "127.0.0.2", http: bool = False
+    ) -> None:
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -54,7 +69,12 @@ class NginxProxy:
         self.source = source
         conf = self.dir / "nginx.conf"
         conf.write_text(
-            CONFIG.format(dir=self.dir, port=self.port, upstream=upstream, source=source)
+            CONFIG.format(
+                dir=self.dir,
+                port=self.port,
+                http2="" if http else " http2",
+                location=(HTTP if http else GRPC).format(upstream=upstream, source=source),
+            )
         )
         self.proc = subprocess.Popen([binary, "-p", str(self.dir), "-c", str(conf)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip

@@ -140,7 +140,8 @@ def wait_all_over(engine: support.Engine, game_ids: list[str], seconds: float) -
 
 
 def tokens_of(*games: epb.CreateGameResponse) -> list[str]:
-    return [t for g in games for t in g.seat_tokens]
+    """Every token CreateGame gave (none for an AI seat: "")."""
+    return [t for g in games for t in (*g.seat_tokens, g.admin_token) if t]
 
 
 def series(m: dict[str, float], name: str, **labels: str) -> float:
@@ -190,6 +191,18 @@ def test_bad_bots_finish_their_games_and_do_not_starve_a_healthy_one(
     assert max(during) < LATENCY_BOUND, sorted(during)[-5:]
     print(f"bad games over after {bad_over - start:.1f}s; healthy moves meanwhile: {len(during)},"
           f" max {max(during):.2f}s, median {sorted(during)[len(during) // 2]:.3f}s")  # fmt: skip
+
+    # Through the API: each bad seat's latest fallback says why its bot is quarantined
+    causes = {
+        "sleeper": f"deadline: no answer within {BAD_TIME_MS / 1000 + GRACE:.1f}s",
+        "stubborn": f"deadline: no answer within {BAD_TIME_MS / 1000 + GRACE:.1f}s",
+        "exiter": "bot_died: the bot process exited (status 3)",
+    }
+    for name, g in bad.items():
+        view = engine.stub().GetGame(epb.GetGameRequest(game_id=g.game_id), timeout=CALL)
+        (info,) = [s for s in view.seat_info if s.bot_name == name]
+        assert info.fallback_moves > 3, (name, info)
+        assert info.last_fallback_reason == f"quarantined: {causes[name]}", (name, info)
 
     m = metrics(worker.metrics_port)
     fallback = "ascension_worker_fallback_moves_total"
@@ -248,9 +261,12 @@ def test_a_raising_bot_is_quarantined_and_its_fallbacks_are_reported(
         capture_output=True, text=True, timeout=GAME_BOUND, env={**os.environ, "COLUMNS": "250"},
     )  # fmt: skip
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    assert re.search(r"raiser \(!\) .* \d+/\d+ ", out.stdout), out.stdout  # the table's row
-    (note,) = [line for line in out.stdout.splitlines() if line.startswith("(!)")]
-    assert note.startswith("(!) raiser: ") and note.endswith("not raiser's own strength"), note
+    # the table's row: no win rate of its own, its fallback moves of its decisions
+    assert re.search(r"raiser \(!\) .* — .* (\d+)/\1 ", out.stdout), out.stdout
+    (note,) = [line for line in out.stdout.splitlines() if line.startswith("(!) raiser")]
+    assert f"(!) Why the bots failed (their tracebacks): the log of the workers of the engine at {engine.address}" in out.stdout
+    assert note.startswith("(!) raiser: ") and note.endswith("no win rate is shown for it"), note
+    assert "(latest: quarantined: bot_raised: ValueError)" in note
     games = engine.stub().ListGames(epb.ListGamesRequest(page_size=50), timeout=CALL).games
     mine = [g for g in games if {s.bot_name for s in g.seats} == {"raiser", "heuristic"}][:2]
     for g in mine:
@@ -259,8 +275,10 @@ def test_a_raising_bot_is_quarantined_and_its_fallbacks_are_reported(
         for s in view.seat_info:
             if s.bot_name == "heuristic":
                 assert s.fallback_moves == 0
-            else:  # every decision of the raiser: its own raise, then the quarantine
-                assert s.fallback_moves > 10 and s.last_fallback_reason == "quarantined"
+            else:  # every decision of the raiser: its own raise, then the quarantine, with
+                # what the bot is quarantined for
+                assert s.fallback_moves > 10
+                assert s.last_fallback_reason == "quarantined: bot_raised: ValueError"
                 assert s.last_fallback_version > 1
     m = metrics(worker.metrics_port)
     fallback = "ascension_worker_fallback_moves_total"
@@ -271,6 +289,17 @@ def test_a_raising_bot_is_quarantined_and_its_fallbacks_are_reported(
     assert re.search(r"WARNING/\S+\] bot 'raiser' misbehaved 3 times in a row: quarantined", log)
     assert "a bug, on a hand of" in log  # the bot's message: in the log, not in the views
     assert log.count("Traceback") <= 2 < raised  # once per bot process (there are two)
+
+
+def test_an_illegal_answer_is_quarantined_and_the_api_says_so(
+    engine: support.Engine, worker: Worker
+) -> None:
+    game = create(engine, [ai("cheater", time_ms=BAD_TIME_MS, seed=1), ai("heuristic", seed=2)], 6)
+    wait_all_over(engine, [game.game_id], GAME_BOUND)
+    view = engine.stub().GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=CALL)
+    cheater, heuristic = view.seat_info
+    assert cheater.fallback_moves > 3 and heuristic.fallback_moves == 0
+    assert cheater.last_fallback_reason == "quarantined: illegal_action"
 
 
 # What an AI move credential looks like (engine_service/server/tokens.py): the workers get

@@ -237,3 +237,51 @@ def test_the_caller_behind_trusted_proxies(header: str, expected: str) -> None:
     assert callers.key(Context("ipv4:192.0.2.1:4711")) == "ipv4:192.0.2.1"
     with pytest.raises(ValueError):
         parse_networks("10.0.0.0/8, not-a-network")
+
+
+KEY = "a-gateway-key-of-the-unit-test"
+
+
+@pytest.mark.parametrize(
+    ("keys", "metadata", "expected"),
+    [
+        ((KEY,), (("ascension-gateway-key", KEY), ("ascension-client-address", "203.0.113.9")), "ipv4:203.0.113.9"),
+        ((KEY,), (("ascension-gateway-key", KEY), ("ascension-client-address", "2001:db8::7")), "ipv6:2001:db8::/64"),
+        ((KEY,), (("ascension-gateway-key", KEY), ("ascension-client-address", "_hidden")), "name:_hidden"),
+        # One address only (the gateway writes one); none: the gateway itself.
+        ((KEY,), (("ascension-gateway-key", KEY), ("ascension-client-address", "203.0.113.9"),
+                  ("ascension-client-address", "198.51.100.1")), "ipv4:192.0.2.1"),
+        ((KEY,), (("ascension-gateway-key", KEY),), "ipv4:192.0.2.1"),
+        # Without the key, or on an engine without gateway keys: not believed.
+        ((KEY,), (("ascension-client-address", "203.0.113.9"),), "ipv4:192.0.2.1"),
+        ((), (("ascension-gateway-key", KEY), ("ascension-client-address", "203.0.113.9")), "ipv4:192.0.2.1"),
+        # The gateway's key does not make the engine read x-forwarded-for.
+        ((KEY,), (("ascension-gateway-key", KEY), ("x-forwarded-for", "203.0.113.9")), "ipv4:192.0.2.1"),
+    ],
+)  # fmt: skip
+def test_the_caller_a_gateway_names(
+    keys: tuple[str, ...], metadata: tuple[tuple[str, str], ...], expected: str
+) -> None:
+    callers = Callers(gateway_keys=keys)
+
+    class Context:
+        def peer(self) -> str:
+            return "ipv4:192.0.2.1:4711"
+
+        def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+            return metadata
+
+    assert callers.key(Context()) == expected
+
+
+def test_a_wrong_gateway_key_is_refused() -> None:
+    from engine_service.server.errors import ServiceError
+
+    callers = Callers(gateway_keys=(KEY, "another-gateway-key-listed"))
+    assert callers.gateway((("ascension-gateway-key", "another-gateway-key-listed"),))
+    assert not callers.gateway((("authorization", "Bearer x"),))
+    for sent in (("not-" + KEY,), (KEY, KEY), ("",)):
+        with pytest.raises(ServiceError) as refused:
+            callers.gateway(tuple(("ascension-gateway-key", k) for k in sent))
+        assert refused.value.reason == "UNKNOWN_GATEWAY_KEY"
+        assert KEY not in refused.value.message

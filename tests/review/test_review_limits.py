@@ -1,6 +1,7 @@
 """The limits of ReviewGame on a real engine: one review in flight per caller, a cap on the
 search time the reviews in flight still need, a review too large for the cap refused at once,
-and the slot given back when a review is cancelled."""
+the slot given back once the searches of a cancelled review have ended, and the start rate per
+caller (counted in the engine's metrics)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from clients.sdk import Client, InvalidArgumentError, ResourceExhaustedError
+from clients.sdk import Client, InvalidArgumentError, RateLimitedError, ResourceExhaustedError
 from engine_service import rules
 from engine_service.server import review
 from engine_service.server.meta import GameMeta
@@ -77,7 +78,7 @@ def test_one_review_per_caller_and_a_cap_on_their_search_time(engine: support.En
             next(c.review(gid, g.token(1)))
         assert full.value.reason == "REVIEW_CAPACITY"
         assert "ENGINE_REVIEW_MAX_TOTAL_MS" in full.value.message
-        running.close()  # cancelled: its caller's slot and its search time are given back
+        running.close()  # cancelled: its slot and search time are given back as its search ends
         assert admitted(c, gid, g.token(1))
         assert admitted(c, gid, g.token(0))
 
@@ -92,3 +93,27 @@ def test_a_review_larger_than_the_cap_is_refused_at_once(engine: support.Engine)
         assert time.monotonic() - t0 < 10
     assert big.value.metadata["field"] == "budget_ms"
     assert "ENGINE_REVIEW_MAX_TOTAL_MS" in big.value.message
+
+
+def test_review_starts_have_a_rate_per_caller() -> None:
+    e = support.start_engine(ENGINE_AI_DISPATCH="local", ENGINE_ANALYSIS_GRACE_SECONDS="20",
+                             ENGINE_REVIEW_PER_MINUTE="2", ENGINE_REFUSAL_PAUSE_SECONDS="0.5",
+                             ENGINE_ANALYSIS_MAX_ITERATIONS="50")  # fmt: skip
+    try:
+        with Client(e.address, timeout=60.0) as c:
+            g, _, _ = play(c, 33, turns=2)
+            for _ in range(2):
+                assert list(c.review(g.game_id, g.token(0)))
+            t0 = time.monotonic()
+            with pytest.raises(RateLimitedError) as limited:
+                list(c.review(g.game_id, g.token(0)))
+            waited = time.monotonic() - t0
+            assert list(c.review(g.game_id, g.token(1)))  # another caller, its own count
+        name = 'ascension_limit_refusals_total{limit="ENGINE_REVIEW_PER_MINUTE",reason="RATE_LIMITED"}'
+        assert support.metric(e, name) == 1
+    finally:
+        e.stop()
+    assert limited.value.reason == "RATE_LIMITED"
+    assert limited.value.metadata["limit"] == "ENGINE_REVIEW_PER_MINUTE"
+    assert "ENGINE_REVIEW_PER_MINUTE" in limited.value.message
+    assert waited >= 0.5  # answered after the pause: a client asking again at once waits too

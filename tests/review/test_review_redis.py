@@ -30,6 +30,7 @@ def engine(redis_url: str) -> Iterator[support.Engine]:
         redis_url,
         ENGINE_AI_DISPATCH="local",
         ENGINE_LOCAL_AI_PROCESSES="2",
+        ENGINE_LOCAL_ANALYSIS_PROCESSES="2",
         ENGINE_ANALYSIS_MAX_ITERATIONS=str(ITERATIONS),
         ENGINE_ANALYSIS_GRACE_SECONDS="20",
     )

@@ -42,6 +42,7 @@ def engine() -> Iterator[support.Engine]:
     e = support.start_engine(
         ENGINE_AI_DISPATCH="local",
         ENGINE_LOCAL_AI_PROCESSES="2",
+        ENGINE_LOCAL_ANALYSIS_PROCESSES="2",
         ENGINE_ANALYSIS_MAX_ITERATIONS=str(ITERATIONS),
         ENGINE_ANALYSIS_GRACE_SECONDS="20",  # a cold pool on a busy machine
         ENGINE_REVIEW_MAX_BUDGET_MS=str(CAP_MS),

@@ -21,6 +21,7 @@ def engine() -> Iterator[support.Engine]:
     e = support.start_engine(
         ENGINE_AI_DISPATCH="local",
         ENGINE_LOCAL_AI_PROCESSES="2",
+        ENGINE_LOCAL_ANALYSIS_PROCESSES="2",
         ENGINE_ANALYSIS_MAX_ITERATIONS=str(ITERATIONS),
         ENGINE_ANALYSIS_GRACE_SECONDS="20",
     )
@@ -44,10 +45,11 @@ def test_review_prints_every_rated_decision_and_the_win_chance(engine: support.E
     out = plain(done.stdout)
     assert done.returncode == 0, out + done.stderr
     assert f"Review of your decisions in game {g.game_id}" in out
-    lines = [ln for ln in out.splitlines() if re.match(r"T\d+\s", ln)]
+    lines = [ln for ln in out.splitlines() if re.match(r"Round \d+\s", ln)]
     assert len(lines) == len(expected)
     for line, r in zip(lines, expected, strict=True):
-        assert line.startswith(f"T{r.turn}") and r.label.title in line
+        # rounds, as the table counts them (a round: one turn of each of the 2 players)
+        assert line.startswith(f"Round {(r.turn - 1) // 2 + 1} ") and r.label.title in line
         assert r.description in line and f"{round(100 * r.win_probability)}%" in line
     better = [ln for ln in out.splitlines() if ln.strip().startswith("better: ")]
     differing = [r for r in expected if r.differs and r.label.name != "BEST"]

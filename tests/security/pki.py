@@ -53,7 +53,9 @@ def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
     path.chmod(0o600)
 
 
-def _ca(directory: Path, cn: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey, Path]:
+def _ca(
+    directory: Path, cn: str, days: float = 1.0
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     cert = (
@@ -63,7 +65,7 @@ def _ca(directory: Path, cn: str) -> tuple[x509.Certificate, ec.EllipticCurvePri
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(_CA_USAGE, critical=True)
         .sign(key, hashes.SHA256())
@@ -79,6 +81,7 @@ def _leaf(
     ca: x509.Certificate,
     ca_key: ec.EllipticCurvePrivateKey,
     usage: x509.ObjectIdentifier,
+    days: float = 1.0,
 ) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
@@ -89,7 +92,7 @@ def _leaf(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(
             x509.SubjectAlternativeName(
                 [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
@@ -111,6 +114,40 @@ def make_pki(directory: Path) -> Pki:
     server_cert, server_key = _leaf(directory, "server", ca, ca_key, ExtendedKeyUsageOID.SERVER_AUTH)
     client_cert, client_key = _leaf(directory, "client", ca, ca_key, ExtendedKeyUsageOID.CLIENT_AUTH)
     return Pki(ca_path, server_cert, server_key, client_cert, client_key, other)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A certificate and its key, as files and as what a peer sees."""
+
+    cert: Path
+    key: Path
+
+    @property
+    def der(self) -> bytes:
+        return x509.load_pem_x509_certificate(self.cert.read_bytes()).public_bytes(
+            serialization.Encoding.DER
+        )
+
+    @property
+    def not_after(self) -> float:
+        return x509.load_pem_x509_certificate(self.cert.read_bytes()).not_valid_after_utc.timestamp()
+
+
+class Authority:
+    """A throwaway CA that issues server and client certificates on demand (renewals)."""
+
+    def __init__(self, directory: Path, cn: str, days: float = 30.0) -> None:
+        self.directory = directory
+        self.cert, self._key, self.path = _ca(directory, cn, days)
+
+    def server(self, name: str, days: float = 1.0) -> Leaf:
+        return Leaf(*_leaf(self.directory, name, self.cert, self._key,
+                           ExtendedKeyUsageOID.SERVER_AUTH, days))  # fmt: skip
+
+    def client(self, name: str, days: float = 1.0) -> Leaf:
+        return Leaf(*_leaf(self.directory, name, self.cert, self._key,
+                           ExtendedKeyUsageOID.CLIENT_AUTH, days))  # fmt: skip
 
 
 def redis_supports_tls() -> bool:

@@ -12,7 +12,10 @@ from collections.abc import Callable
 import pytest
 import redis
 
+from clients.sdk.errors import rich_status
+from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
+from engine_service.api.ascension.v1 import engine_pb2_grpc as rpc
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.server import tokens
 from engine_service.server.errors import ServiceError
@@ -105,7 +108,7 @@ def test_the_store_holds_no_ai_credential_and_one_acts_once(security_redis: str)
                 values[b"meta"] = unpack_meta(raw_meta)
             text = blob + repr(values)
             assert token not in text and token.split(".")[-1] not in text, key
-            for t in game.seat_tokens:
+            for t in filter(None, game.seat_tokens):  # (none for the AI seat)
                 assert t not in text, key
         game_key = game_keys(game.game_id)[0]
         raw_meta = r.hget(game_key, "meta")
@@ -128,6 +131,85 @@ def test_the_store_holds_no_ai_credential_and_one_acts_once(security_redis: str)
         r.delete("ascension.moves")
         r.close()
         engine.stop()
+
+
+def _refusal(stub: rpc.EngineStub, req: epb.SubmitActionRequest) -> tuple[str, str, str]:
+    err = support.rpc_error(stub.SubmitAction, req)
+    return err.code().name, rich_status(err).reason, err.details()
+
+
+def test_the_creators_tokens_cannot_play_an_ai_seat(security_redis: str) -> None:
+    """Whoever created a game holds every token CreateGame returned: none plays the AI seat's
+    move, nor marks one as a fallback. A game created when AI seats still had a stored token
+    (its digest in the metadata) refuses that token too, while the seat is AI."""
+    a = support.start_engine(security_redis, ENGINE_AI_DISPATCH="off")  # (the AI seat waits)
+    b = support.start_engine(security_redis, ENGINE_AI_DISPATCH="off")
+    r = redis.Redis.from_url(security_redis)
+    try:
+        stub = a.stub()
+        ai = epb.SeatConfig(kind=pb.SeatInfo.AI, bot=epb.BotSettings(name="random", seed=1))
+        game = stub.CreateGame(epb.CreateGameRequest(seats=[epb.SeatConfig(name="me"), ai],
+                                                     seed=17), timeout=10)  # fmt: skip
+        assert game.seat_tokens[0] and game.seat_tokens[1] == ""  # no token for the AI seat
+        s = rules.new_game(rules.GameConfig(sets="ss", players=2, seed=17))  # (what it holds)
+        view = stub.GetGame(epb.GetGameRequest(game_id=game.game_id, token=game.seat_tokens[0]), timeout=10)
+        while view.to_move != 1:
+            act = view.legal_actions[-1].id
+            view = stub.SubmitAction(epb.SubmitActionRequest(
+                game_id=game.game_id, token=game.seat_tokens[0], expected_version=view.version,
+                action=act), timeout=10).view  # fmt: skip
+            rules.apply(s, act)
+        assert s.to_move() == 1
+        actions = rules.legal_actions(s)[:2]  # what the AI seat may play now
+        spectator = stub.GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=10)
+        everything = [*game.seat_tokens, game.admin_token]
+
+        def attempts(token: str) -> list[epb.SubmitActionRequest]:
+            return [
+                epb.SubmitActionRequest(
+                    game_id=game.game_id, token=token, expected_version=view.version,
+                    expected_commit_id=spectator.commit_id, action=act, fallback_reason=why,
+                    seat_tokens=held, idempotency_key=key,
+                )
+                for act in actions
+                for why in ("", "deadline", "bot_raised: ValueError")
+                for held in ((), everything)
+                for key in ("", f"ai:{game.game_id}:1:{view.version}")
+            ]
+
+        told = set()  # the fresh game: no stored token is the AI seat's; each is refused
+        for token in everything:
+            for req in attempts(token):
+                code, reason, _ = _refusal(stub, req)
+                told.add((code, reason))
+        assert told <= {("FAILED_PRECONDITION", "NOT_YOUR_TURN"), ("INVALID_ARGUMENT", "INVALID_FIELD"),
+                        ("UNAUTHENTICATED", "TOKEN_REQUIRED"), ("UNAUTHENTICATED", "UNKNOWN_TOKEN")}, told
+
+        # The same game as one created when the AI seat had a stored token: its digest in the
+        # metadata (read by replica B, which has not cached it).
+        stored = tokens.new_token()
+        key = game_keys(game.game_id)[0]
+        raw_meta = r.hget(key, "meta")
+        assert isinstance(raw_meta, bytes)
+        meta = json.loads(unpack_meta(raw_meta))
+        meta["tokens"][1] = tokens.digest(stored)
+        r.hset(key, "meta", json.dumps(meta, separators=(",", ":")).encode())
+        old_view = b.stub().GetGame(epb.GetGameRequest(game_id=game.game_id, token=stored), timeout=10)
+        assert old_view.seat == 1 and old_view.legal_actions  # it still reads the seat's view ...
+        for req in attempts(stored):  # ... and plays nothing, whatever it claims
+            code, reason, details = _refusal(b.stub(), req)
+            assert (code, reason) == ("PERMISSION_DENIED", "AI_SEAT_PLAYED_BY_WORKER"), details
+            assert "seat 1 is an AI seat: it is played by its worker" in details
+
+        for stub_ in (a.stub(), b.stub()):  # nothing was played, and no fallback is recorded
+            after = stub_.GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=10)
+            assert after.version == view.version and after.to_move == 1
+            info = next(i for i in after.seat_info if i.seat == 1)
+            assert info.fallback_moves == 0 and not info.last_fallback_reason
+    finally:
+        r.close()
+        a.stop()
+        b.stop()
 
 
 def test_seat_tokens_never_start_with_a_dash() -> None:

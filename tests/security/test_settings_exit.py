@@ -111,6 +111,8 @@ CASES: list[tuple[str, str, Callable[[Files], dict[str, str]]]] = [
     ("port-not-a-number", "ENGINE_GRPC_PORT", lambda f: {"ENGINE_GRPC_PORT": "http"}),
     ("operator-key-too-short", "ENGINE_OPERATOR_KEYS",
      lambda f: {"ENGINE_OPERATOR_KEYS": "short"}),
+    ("gateway-key-too-short", "ENGINE_GATEWAY_KEYS",
+     lambda f: {"ENGINE_GATEWAY_KEYS": "a-long-enough-gateway-key,short"}),
     ("several-processes-need-redis", "ENGINE_PROCESSES", lambda f: {"ENGINE_PROCESSES": "2"}),
 ]  # fmt: skip
 

@@ -54,6 +54,13 @@ def test_full_game_through_the_api(which: str, engine: support.Engine, memory_en
     assert all(u.events for u in updates[1:])
     assert [u.parent_commit_id for u in updates] == ["", *(u.commit_id for u in updates[:-1])]
     assert updates[-1].commit_id == final.commit_id
+    # An update says when its action was the seat's only legal one (nothing was chosen)
+    s = rules.new_game(rules.GameConfig(sets="both", players=2, seed=11))
+    forced = []
+    for u in updates[1:]:
+        forced.append(len(rules.legal_actions(s)) == 1)
+        rules.apply(s, u.action)
+    assert [u.forced for u in updates[1:]] == forced and any(forced) and not all(forced)
 
     # A finished game keeps its last updates a while (its window); a later watcher gets the
     # older ones rebuilt from the game's log: the same updates, without time or commit ids.

@@ -173,6 +173,29 @@ def _claim(g: Game) -> None:
     assert g.r.hget(g.record, "ai") == b"2|p2"
 
 
+def _claim_loss(g: Game) -> None:
+    lost_at = keys.claim_loss_key(g.gid, "v2")
+    assert _run(g.r, scripts.CLAIM_LOSS, [lost_at, g.record], 60_000, "0") == 1
+    assert _run(g.r, scripts.CLAIM_LOSS, [lost_at, g.record], 60_000, "0") == 0  # counted once
+    assert 0 < g.r.pttl(lost_at) <= 60_000
+    whole = keys.claim_loss_key(g.gid, "game")
+    g.create()  # the game is there: its whole loss is not claimed
+    assert _run(g.r, scripts.CLAIM_LOSS, [whole, g.record], 60_000, "1") == 0
+    g.r.delete(g.record)
+    assert _run(g.r, scripts.CLAIM_LOSS, [whole, g.record], 60_000, "1") == 1
+    assert _run(g.r, scripts.CLAIM_LOSS, [whole, g.record], 60_000, "1") == 0
+
+
+def _bucket_mark(g: Game) -> None:
+    mark = keys.mark_key(g.bucket)
+    g.r.delete(mark)
+    assert _run(g.r, scripts.BUCKET_MARK, [mark, g.news + "x"], "m1") == [b"m1", b"0-0"]
+    g.create()
+    assert _run(g.r, scripts.BUCKET_MARK, [mark, g.news], "m2") == [b"m1", _last_news(g)]
+    g.r.delete(mark)  # (emptied): the next reader to look sets its own
+    assert _run(g.r, scripts.BUCKET_MARK, [mark, g.news], "m3")[0] == b"m3"
+
+
 CASES: dict[str, Callable[[Game], None]] = {
     "create": _create,
     "commit": _commit,
@@ -186,6 +209,8 @@ CASES: dict[str, Callable[[Game], None]] = {
     "news_since": _news_since,
     "heads": _heads,
     "claim": _claim,
+    "claim_loss": _claim_loss,
+    "bucket_mark": _bucket_mark,
 }
 
 

@@ -17,6 +17,7 @@ import pytest
 import redis
 
 from engine_service.store import (
+    WHOLE_GAME,
     CachingStore,
     Commit,
     CommitStatus,
@@ -620,7 +621,7 @@ def test_the_cache_notices_a_store_that_went_back_in_time(make_store: Callable[.
 
     async def body(inner: Store) -> None:
         seen: list[tuple[str, int, int, bool]] = []
-        store = CachingStore(inner, lambda gid, lost: seen.append((gid, lost.first, lost.head, lost.exact)))
+        store = CachingStore(inner, lambda gid, lost, _: seen.append((gid, lost.first, lost.head, lost.exact)))
         gid = _game_id()
         cid = await _create(store, gid)
         cid3 = await _play(store, gid, cid, 1, 2)
@@ -657,6 +658,33 @@ def test_the_cache_notices_a_store_that_went_back_in_time(make_store: Callable[.
     _run(make_store(), body)
 
 
+def test_a_loss_found_by_two_replicas_is_counted_by_one(make_store: Callable[..., Store]) -> None:
+    """Two replicas' caches in front of one store both saw version 4 of a game; the store goes
+    back to version 3: both notice, the first to claim the loss counts it, the other does not.
+    A game the store lost whole is claimed once, and never while the store holds it."""
+
+    async def body(inner: Store) -> None:
+        seen: list[tuple[str, bool]] = []
+        a = CachingStore(inner, lambda gid, lost, counted: seen.append(("a", counted)))
+        b = CachingStore(inner, lambda gid, lost, counted: seen.append(("b", counted)))
+        gid = _game_id()
+        cid3 = await _play(a, gid, await _create(a, gid), 1, 2)
+        await _play(a, gid, cid3, 3, 1)
+        assert (await b.load(gid)).version == 4  # type: ignore[union-attr]
+        await _rewind(inner, gid, 3, cid3)
+        await a.load(gid)
+        await b.load(gid)
+        assert seen == [("a", True), ("b", False)]
+
+        gone = _game_id()
+        await _create(inner, gone)
+        assert not await a.claim(gone, WHOLE_GAME)  # the store holds it: no loss
+        await inner.delete(gone)
+        assert [await r.claim(gone, WHOLE_GAME) for r in (b, a, b)] == [True, False, False]
+
+    _run(make_store(), body)
+
+
 class _SlowReads(StoreWrapper):
     """Reads the store at once but hands the answer back only when told: a read that a
     commit of the same replica overtakes on its way back."""
@@ -684,7 +712,7 @@ def test_a_read_overtaken_by_a_commit_is_no_rollback(make_store: Callable[..., S
     async def body(inner: Store) -> None:
         seen: list[str] = []
         slow = _SlowReads(inner)
-        store = CachingStore(slow, lambda gid, lost: seen.append(gid))
+        store = CachingStore(slow, lambda gid, lost, _: seen.append(gid))
         gid = _game_id()
         cid3 = await _play(store, gid, await _create(store, gid), 1, 2)
         await store.load(gid)  # (the state cached: the next read asks for the commit id only)

@@ -88,6 +88,49 @@ def changed(page: Any, version: str | None, timeout: float = 30.0) -> None:
     pytest.fail(f"the page still shows version {version} after {timeout} s")
 
 
+def answer_confirm(page: Any, yes: bool = True) -> str:
+    """Answer the question the page asks before ending a turn with something left, or before
+    sailing (as the terminal asks); its text, or "" when it asked nothing."""
+    dialog = page.locator("dialog.confirm[open]")
+    if dialog.count() == 0:
+        return ""
+    text: str = dialog.locator("p").inner_text()
+    dialog.locator(".yes" if yes else ".no").click()
+    return text
+
+
+def press(page: Any, key: str) -> str:
+    """Press an action's key, confirming the move if the page asks; what it asked."""
+    page.keyboard.press(key)
+    return answer_confirm(page)
+
+
+def width_fits(page: Any, width: int) -> None:
+    """Nothing wider than the screen: no sideways scrolling of the page."""
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    assert scroll <= width, f"the page is {scroll} px wide on a {width} px screen"
+
+
+def names_wrap_between_words(page: Any) -> None:
+    """Every card name on the screen breaks only between its words: each word on one line,
+    none wider than its card."""
+    broken = page.evaluate(
+        """() => [...document.querySelectorAll('.card-name')].filter((el) => {
+            const node = el.firstChild;
+            if (!node || !el.getClientRects().length) return false;
+            let at = 0;
+            for (const word of el.textContent.split(' ')) {
+                const r = document.createRange();
+                r.setStart(node, at); r.setEnd(node, at + word.length);
+                at += word.length + 1;
+                if (r.getClientRects().length > 1) return true;
+            }
+            return el.scrollWidth > el.clientWidth + 1;
+        }).map((el) => el.textContent)"""
+    )
+    assert not broken, f"names broken inside a word: {broken}"
+
+
 def play_to_the_end(page: Any) -> int:
     moves = 0
     deadline = time.monotonic() + GAME_TIMEOUT_S
@@ -112,9 +155,10 @@ def play_to_the_end(page: Any) -> int:
             if per_turn > 30 and "End your turn" in labels:  # never loop within one turn
                 i = labels.index("End your turn")
             if i < 9:
-                page.keyboard.press(str(i + 1))
+                press(page, str(i + 1))
             else:
                 buttons[i].click()
+                answer_confirm(page)
         moves += 1
         changed(page, version)
     pytest.fail(f"the game did not end within {GAME_TIMEOUT_S} s ({moves} moves)")
@@ -200,12 +244,22 @@ def test_phone_sized_screen(browser: Any, web: WebServer) -> None:
     page = new_page(browser, *PHONE)
     page.goto(web.url + "?pace=0")
     page.wait_for_selector("#start")
+    width_fits(page, PHONE[0])
     shot(page, "lobby-390x844")
+    page.get_by_role("button", name="How to play").click()
+    width_fits(page, PHONE[0])
+    page.locator("dialog.how-to-play").get_by_role("button", name="Close").click()
+    # a difficulty picks its own bot: the bot and time fields go while one is chosen
+    page.select_option("#difficulty", "normal")
+    assert page.locator("#bots").is_hidden() and page.locator("#budget").is_hidden()
+    page.select_option("#difficulty", "")
+    assert page.locator("#bots").is_visible()
     page.click("#start")
     # (the docked list leaves out what the cards and spaces offer: placing the ship, here)
     page.wait_for_selector(".action-list button", state="attached", timeout=30_000)
     # Nothing is wider than the screen: no sideways scrolling.
-    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    width_fits(page, PHONE[0])
+    names_wrap_between_words(page)
     # The actions stay in reach: on screen, at its bottom, without scrolling.
     box = page.locator(".actions").bounding_box()
     assert box is not None and box["y"] > 844 / 2 and box["y"] + box["height"] <= 844 + 1
@@ -224,6 +278,7 @@ def test_others_moves_are_shown_one_at_a_time(browser: Any, web: WebServer) -> N
     page.click("#start")
     page.wait_for_selector(".action-list button.act", timeout=30_000)
     announced: list[str] = []
+    asked: list[str] = []  # the page's question before ending a turn with cards in hand
     while True:  # end our turns until the bot has had one
         actions = page.query_selector(".action-list")
         assert actions is not None
@@ -231,6 +286,12 @@ def test_others_moves_are_shown_one_at_a_time(browser: Any, web: WebServer) -> N
         end = next((i for i, t in enumerate(labels) if "End your turn" in t), 0)
         version = actions.get_attribute("data-version")
         page.keyboard.press(str(end + 1))
+        question = answer_confirm(page, yes=bool(asked))  # the first question: "Not now"
+        if question and not asked:
+            asked.append(question)
+            assert page.get_attribute(".action-list", "data-version") == version, "not done"
+            assert "Not done" in page.inner_text(".status")
+            press(page, str(end + 1))
         changed(page, version)
         deadline = time.monotonic() + 60
         while (
@@ -244,6 +305,10 @@ def test_others_moves_are_shown_one_at_a_time(browser: Any, web: WebServer) -> N
         if len(announced) >= 2:
             break
     assert len(set(announced)) >= 2, announced
+    # ending a turn with a hand to play: asked first, in the terminal's words, saying where
+    # the cards go (clients/glossary.json)
+    assert asked and asked[0].startswith("You can still play 5 cards"), asked
+    assert "go to your discard pile" in asked[0] and asked[0].endswith("End your turn anyway?")
     log = page.locator(".log li.entry").all_inner_texts()
     for text in set(announced):
         assert text in log, f"{text!r} is in the log too"
@@ -274,12 +339,19 @@ def test_a_newcomer_reads_the_cards_and_the_rules(
     rules = dialog.inner_text()
     for part in ("The goal", "Runes", "Power", "Crew", "The Deep", "Thukal", "Ghost Pirate"):
         assert part in rules, part
+    # the words on the cards, each explained when tapped, as in a card's text
+    for word in ("Unite", "Echo", "Plunder", "Fate", "Anchor", "Ongoing", "Mechana", "The Void"):
+        assert dialog.locator(f'.term-list button[data-term="{word}"]').count() == 1, word
+    dialog.locator('.term-list button[data-term="Echo"]').click()
+    assert "discard pile" in page.locator("dialog.glossary[open] p").inner_text()
+    page.locator("dialog.glossary[open]").get_by_role("button", name="Close").click()
     shot(page, f"how-to-play-{tag}")
     dialog.get_by_role("button", name="Close").click()
     assert not dialog.is_visible()
 
     page.click("#start")
     page.wait_for_selector(".action-list button.act", state="attached", timeout=30_000)
+    page.wait_for_selector(".mine-area .cards .card", timeout=30_000)  # (drawn, on a busy machine)
     # the center row and your hand on the first screen, beside the actions
     bottom = _visible_bottom(page, height)
     ring = page.locator(".ring").bounding_box()
@@ -302,6 +374,16 @@ def test_a_newcomer_reads_the_cards_and_the_rules(
         assert text.is_visible() and len(text.inner_text()) > 5
         assert text.evaluate("e => e.scrollHeight <= e.clientHeight + 1"), "shown whole"
     shot(page, f"card-text-{tag}")
+    # a word of a card's text explained: tap it (every card of the starting hand has one)
+    term = page.locator(".mine-area .card .term").first
+    word = term.inner_text()
+    term.click()
+    explained = page.locator("dialog.glossary[open]")
+    assert explained.is_visible() and word[:4] in explained.locator("h2").inner_text()
+    assert len(explained.locator("p").inner_text()) > 30
+    shot(page, f"card-word-{tag}")
+    explained.get_by_role("button", name="Close").click()
+    assert page.locator("dialog.glossary[open]").count() == 0
     # how to play, in the game: only the sets of this game (Skulls & Sails)
     page.get_by_role("button", name="How to play").click()
     in_game = page.locator("dialog.how-to-play").inner_text()
@@ -318,7 +400,7 @@ def test_a_newcomer_reads_the_cards_and_the_rules(
         end = next((i for i, t in enumerate(labels) if "End your turn" in t), 0)
         entries = page.locator(".log li.entry").count()
         version = int(actions.get_attribute("data-version") or 0)
-        page.keyboard.press(str(end + 1))
+        press(page, str(end + 1))
         changed(page, str(version))
         t0 = time.monotonic()
         page.wait_for_selector(".action-list button.act, .scores", state="attached", timeout=60_000)
@@ -358,5 +440,6 @@ def test_the_lobby_offers_difficulty_levels(browser: Any, web: WebServer) -> Non
     assert page.is_disabled("#bots") and page.is_disabled("#budget")
     page.click("#start")
     page.wait_for_selector(".others-area .seat", timeout=30_000)
-    assert "(greedy-honor)" in page.locator(".others-area").inner_text()  # the Easy level's bot
+    # the Easy level's bot, and the level
+    assert "(greedy-honor, Easy)" in page.locator(".others-area").inner_text()
     assert not page.errors, page.errors

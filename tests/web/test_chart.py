@@ -20,14 +20,20 @@ from clients.cli import build_parser
 CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "ascension-engine"
 RELEASE = "games"
 TLS = [{"secretName": "play-tls", "hosts": ["play.example.com"]}]
+CONTROLLER = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress"}}}]
 WEB = {
     "web": {
         "enabled": True,
         "bots": "heuristic,random",
         "players": 3,
         "ingress": {"enabled": True, "hosts": ["play.example.com"], "tls": TLS},
+        # The controller's pods (only they reach the web pods: networkPolicy.webFrom).
+        "trustedProxies": ["10.64.200.0/26"],
     },
-    "networkPolicy": {"grpcFrom": [{"namespaceSelector": {"matchLabels": {"team": "games"}}}]},
+    "networkPolicy": {
+        "grpcFrom": [{"namespaceSelector": {"matchLabels": {"team": "games"}}}],
+        "webFrom": CONTROLLER,
+    },
 }
 
 helm_python.disable_logging()
@@ -111,7 +117,10 @@ def test_network_policies_let_the_web_pods_reach_the_engine() -> None:
     ]
     assert "web" in components
     (web_policy,) = of(docs, "NetworkPolicy")
-    assert web_policy["spec"]["ingress"] == [{"ports": [{"port": "http", "protocol": "TCP"}]}]
+    http = [{"port": "http", "protocol": "TCP"}]
+    assert web_policy["spec"]["ingress"] == [{"ports": http, "from": CONTROLLER}]
+    (open_policy,) = of(render({"web": {"enabled": True}}), "NetworkPolicy")
+    assert open_policy["spec"]["ingress"] == [{"ports": http}], "no webFrom: everyone"
     without = render({"networkPolicy": WEB["networkPolicy"]})
     (engine_policy,) = of(without, "NetworkPolicy", "engine")
     assert "web" not in str(engine_policy), "no web pods, no rule for them"
@@ -159,3 +168,96 @@ def test_allowed_hosts_are_names_only() -> None:
     values = web_values(allowedHosts=["evil.example.com/x"])
     report = helm_python.lint(str(CHART), values, strict=True)
     assert report["errors"]
+
+
+# ---- Who a browser is: the engine trusts the web pods' key, and no address -----------------
+
+
+def env_of(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
+
+
+def only_container(deployment: dict[str, Any]) -> dict[str, Any]:
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return dict(container)
+
+
+def mounted_from(deployment: dict[str, Any], path: str) -> tuple[str, str]:
+    """(Secret, key) of the file ``path`` in the deployment's (only) container."""
+    spec = deployment["spec"]["template"]["spec"]
+    directory, _, file = path.rpartition("/")
+    (mount,) = [m for m in only_container(deployment)["volumeMounts"] if m["mountPath"] == directory]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    sources = (
+        [s["secret"] for s in volume["projected"]["sources"]]
+        if "projected" in volume
+        else [{**volume["secret"], "name": volume["secret"]["secretName"]}]
+    )
+    found = [(s["name"], i["key"]) for s in sources for i in s["items"] if i["path"] == file]
+    assert len(found) == 1, (path, volume)
+    return found[0]
+
+
+def engine_deployment(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (engine,) = of(docs, "Deployment", "engine")
+    return engine
+
+
+@pytest.mark.parametrize("values", [{"web": {"enabled": True}}, WEB])
+def test_the_engine_trusts_the_web_pods_key_and_no_address(values: dict[str, Any]) -> None:
+    docs = render(values)
+    engine = engine_deployment(docs)
+    env = env_of(only_container(engine))
+    assert "ENGINE_TRUSTED_PROXIES" not in env, "no address is trusted by default"
+    (web,) = of(docs, "Deployment")
+    args = build_parser().parse_args(only_container(web)["command"][1:])
+    # One key, the same Secret's, in both: the engine lists it, the web pods present it.
+    secret = mounted_from(engine, env["ENGINE_GATEWAY_KEYS_FILE"])
+    assert mounted_from(web, args.gateway_key_file) == secret
+    (keys,) = [d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == secret[0]]
+    key = keys["stringData"][secret[1]]
+    assert len(key) >= 32 and key.isalnum()
+    # The web pods hold that key alone, not the engine's other keys.
+    web_volumes = web["spec"]["template"]["spec"]["volumes"]
+    assert "operator-keys" not in str(web_volumes) and "ai-token-keys" not in str(web_volumes)
+    web_trusted = args.trusted_proxies
+    assert web_trusted == (",".join(values["web"]["trustedProxies"]) if "trustedProxies" in values["web"] else None)
+    # Rolled with the engines when the key changes.
+    assert "checksum/secret" in web["spec"]["template"]["metadata"]["annotations"]
+    for doc in (engine, web):
+        kubernetes_validate.validate(doc, "1.30.0", strict=True)
+
+
+def test_without_web_pods_nothing_is_trusted() -> None:
+    docs = render({})
+    env = env_of(only_container(engine_deployment(docs)))
+    assert "ENGINE_TRUSTED_PROXIES" not in env and "ENGINE_GATEWAY_KEYS_FILE" not in env
+    assert "gateway-keys" not in str([d for d in docs if d["kind"] == "Secret"])
+
+
+def test_a_gateway_key_of_your_own() -> None:
+    values = web_values(gatewayKey={"existingSecret": "games-gateway", "existingSecretKey": "k"})
+    docs = render(values)
+    engine = engine_deployment(docs)
+    (web,) = of(docs, "Deployment")
+    args = build_parser().parse_args(only_container(web)["command"][1:])
+    file = env_of(only_container(engine))["ENGINE_GATEWAY_KEYS_FILE"]
+    assert mounted_from(engine, file) == mounted_from(web, args.gateway_key_file) == ("games-gateway", "k")
+    assert "gateway-keys" not in str([d for d in docs if d["kind"] == "Secret"]), "none generated"
+    assert not helm_python.lint(str(CHART), values, strict=True)["errors"]
+
+
+def test_the_web_ingress_needs_its_proxies_named_and_alone_on_the_port() -> None:
+    """Behind the web Ingress every browser comes from the controller: with a rate limit on,
+    its addresses must be trusted, and only its pods may reach the port (else a pod in that
+    range could write X-Forwarded-For itself)."""
+    no_proxies = web_values()
+    del no_proxies["web"]["trustedProxies"]
+    with pytest.raises(helm_python.HelmRenderError, match=r"web\.trustedProxies"):
+        render(no_proxies)
+    render({**no_proxies, "engine": {"limits": {"createPerMinute": 0, "submitPerSecond": 0}}})
+    alone = web_values()
+    alone["networkPolicy"].pop("webFrom")
+    with pytest.raises(helm_python.HelmRenderError, match=r"networkPolicy\.webFrom"):
+        render(alone)
+    assert helm_python.lint(str(CHART), web_values(trustedProxies=["10.0.0.3"]), strict=True)["errors"]

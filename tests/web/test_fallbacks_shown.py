@@ -49,7 +49,7 @@ def test_a_failing_bots_fallback_moves_are_on_its_seat(browser: object, raiser_w
     note = page.locator(".others .seat .fallbacks").first
     note.wait_for(timeout=60_000)
     assert re.fullmatch(
-        r"\d+ fallback moves? \(latest: (bot_raised: ValueError|quarantined)\)", note.inner_text()
+        r"\d+ fallback moves? \(latest: (quarantined: )?bot_raised: ValueError\)", note.inner_text()
     ), note.inner_text()
     panel = page.locator(".others .seat", has=page.locator(".fallbacks")).first
     assert "raiser" in (panel.get_attribute("aria-label") or "")

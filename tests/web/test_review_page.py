@@ -21,7 +21,12 @@ from clients.sdk import Client
 from tests.clients.conftest import requires_ai
 from tests.review.support import play
 from tests.web.conftest import ARTIFACTS, WebServer, start_web, stop_web
-from tests.web.test_browser import browser, new_page  # noqa: F401 (the fixture)
+from tests.web.test_browser import (  # noqa: F401 (browser: the fixture)
+    PHONE,
+    browser,
+    new_page,
+    width_fits,
+)
 
 pytestmark = [requires_ai, pytest.mark.timeout(240)]
 
@@ -76,7 +81,9 @@ def test_review_after_a_game(browser: Any, web: WebServer) -> None:  # noqa: F81
     for i in (0, len(expected) // 2, len(expected) - 1):
         text = items.nth(i).inner_text()
         r = expected[i]
-        assert f"T{r.turn}" in text and r.label.title in text and r.description in text
+        # rounds, as the table counts them (one turn of each of the 2 players)
+        assert f"Round {(r.turn - 1) // 2 + 1}" in text
+        assert r.label.title in text and r.description in text
         if r.differs and r.label.name != "BEST":
             assert f"better: {r.best_description}" in text
     tally = page.locator(".review-tally").inner_text()
@@ -87,7 +94,10 @@ def test_review_after_a_game(browser: Any, web: WebServer) -> None:  # noqa: F81
     items.nth(pick).click()
     detail = page.locator(".review-detail")
     r = expected[pick]
-    assert f"Turn {r.turn}, version {r.version}" in detail.locator("h2").first.inner_text()
+    assert (
+        f"Round {(r.turn - 1) // 2 + 1}, version {r.version}"
+        in detail.locator("h2").first.inner_text()
+    )
     assert detail.locator(".ring > li.space").count() == 7
     assert detail.locator(".seat.mine").count() == 1
     assert r.description in detail.locator("li.played").inner_text()
@@ -97,4 +107,39 @@ def test_review_after_a_game(browser: Any, web: WebServer) -> None:  # noqa: F81
     # the chart's points select too
     chart.locator("circle.pt").nth(0).click()
     assert items.nth(0).get_attribute("aria-pressed") == "true"
+    assert not page.errors, page.errors
+
+
+def test_the_end_and_the_review_fit_a_phone(browser: Any, web: WebServer) -> None:  # noqa: F811
+    """At 390 px: the final score and the review as wide as the screen, the chart's labels
+    readable and its points big enough to tap."""
+    with Client(web.engine, timeout=60.0) as c:
+        g, s, _ = play(c, 72)
+        assert s.over
+    page = new_page(browser, *PHONE)
+    page.context.add_init_script(
+        f"sessionStorage.setItem('ascension.token.{g.game_id}', '{g.token(0)}')"
+    )
+    page.goto(f"{web.url}#/play/{g.game_id}")
+    page.wait_for_selector(".scores", timeout=30_000)
+    width_fits(page, PHONE[0])
+    headings = page.locator(".scores thead th").all_inner_texts()
+    assert "Total" in headings and "Coins" not in headings  # (no coins in Skulls & Sails)
+    total = page.locator(".scores thead th").last.bounding_box()
+    assert total is not None and total["x"] + total["width"] <= PHONE[0]
+    page.screenshot(path=str(ARTIFACTS / "end-390x844.png"), full_page=True)
+    page.click("#review-link")
+    status = page.locator(".review .status")
+    deadline = time.monotonic() + 60
+    while "All" not in status.inner_text() and time.monotonic() < deadline:
+        time.sleep(0.1)  # (the chart is drawn again as each rating arrives)
+    width_fits(page, PHONE[0])
+    label = page.locator(".review-chart text.axis", has_text="50%").bounding_box()
+    assert label is not None and label["height"] >= 10, f"a label {label} px high"
+    hit = page.locator(".review-chart circle.hit").first.bounding_box()
+    assert hit is not None and min(hit["width"], hit["height"]) >= 24, hit
+    # a tap beside the dot, within its target, selects it
+    page.locator(".review-chart circle.hit").first.click(position={"x": 4, "y": hit["height"] / 2})
+    assert page.locator("button.review-item").first.get_attribute("aria-pressed") == "true"
+    page.screenshot(path=str(ARTIFACTS / "review-390x844.png"), full_page=True)
     assert not page.errors, page.errors

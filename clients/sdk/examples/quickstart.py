@@ -3,9 +3,9 @@
 Start an engine first; by default it keeps games in memory and plays bots in a local
 process pool, so it needs no Redis and no broker:
 
-    ascension-engine serve
+    .venv/bin/ascension-engine serve
 
-then run ``python -m clients.sdk.examples.quickstart``. It connects to localhost:50051
+then run ``.venv/bin/python -m clients.sdk.examples.quickstart``. It connects to localhost:50051
 (``ASCENSION_ADDRESS=HOST:PORT`` names another engine), lists the card catalog, creates a
 game against the heuristic bot, watches the game's updates from a second thread, asks for
 hints at its first choice, plays legal actions until the game ends (whoever moves first),

@@ -56,9 +56,15 @@ while (!view.over) {
     movesThisTurn = action.kind === "end_turn" ? 0 : movesThisTurn + 1;
     view = r.view ?? (await engine.getGame({ gameId, token }));
   } else {
-    // the bot's turn (or its answer to a choice): wait for an update that hands it back
-    for await (const u of engine.watchGame({ gameId, afterVersion: view.version })) {
-      if (u.over || u.toMove === view.seat) break;
+    // the bot's turn (or its answer to a choice): wait for an update that hands it back,
+    // then close the stream (leaving the loop alone would keep it, and the process, open)
+    const done = new AbortController();
+    try {
+      for await (const u of engine.watchGame({ gameId, afterVersion: view.version }, { signal: done.signal })) {
+        if (u.over || u.toMove === view.seat) break;
+      }
+    } finally {
+      done.abort();
     }
     view = await engine.getGame({ gameId, token });
   }

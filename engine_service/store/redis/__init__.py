@@ -15,7 +15,9 @@ sum), each a module with one job:
 - ``commit_args.py``: the commit script's keys and arguments, as values and packed by hand;
 - ``core.py``: what every part shares: the connection, the settings, WAIT's confirmation;
 - ``games.py``: a game's own keys: create, load, the commit, idempotency keys, replay log;
-- ``watch.py``: reading the updates of many games for watchers (the buckets' news streams);
-- ``index.py``: walkers over the buckets: listing, the AI index, counts, tidying;
+- ``watch.py``: reading the updates of many games for watchers (the buckets' news streams,
+  and their marks: a store emptied or gone back under a watch reader);
+- ``index.py``: walkers over the buckets: listing, the AI index, counts, tidying; replies
+  and loss claims between replicas;
 - ``records.py``: decoding what the replies hold (damaged bytes: UnreadableData).
 """

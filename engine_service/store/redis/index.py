@@ -1,6 +1,6 @@
 """Walkers over the buckets: listing games, the AI index (stalled moves, their redispatch,
-the oldest wait), the active count, tidying expired games out of the indexes; and the replies
-left between replicas."""
+the oldest wait), the active count, tidying expired games out of the indexes; and what
+replicas leave each other: replies, and claims of the losses they count."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 from redis.exceptions import RedisClusterException, RedisError
 
 from engine_service.store import keys
-from engine_service.store.base import GameSummaryRecord, PendingAI, StoreError
+from engine_service.store.base import WHOLE_GAME, GameSummaryRecord, PendingAI, StoreError
 from engine_service.store.redis import records, scripts
 from engine_service.store.redis.core import RedisCore
 
@@ -27,6 +27,7 @@ def _page(p: Any, bucket: int, top: str, n: int) -> None:
 
 class RedisIndex(RedisCore):
     _claim = scripts.CLAIM
+    _claim_loss = scripts.CLAIM_LOSS
 
     async def _each_bucket(self, command: Callable[[Any, int], None]) -> list[Any]:
         """One command per bucket, pipelined (a Cluster pipeline sends each node its own)."""
@@ -141,6 +142,13 @@ class RedisIndex(RedisCore):
     async def peek_reply(self, game_id: str, key: str) -> bytes | None:
         data = await self._guard(self.r.get(keys.reply_key(game_id, key)))
         return None if data is None else bytes(data)
+
+    async def claim_loss(self, game_id: str, loss: str, ttl_seconds: float) -> bool:
+        claim, record = keys.claim_loss_key(game_id, loss), keys.game_keys(game_id)[0]
+        ttl_ms = max(1, int(ttl_seconds * 1000))
+        whole = "1" if loss == WHOLE_GAME else "0"
+        (claimed,) = await self._script(self._claim_loss, (claim, record), (ttl_ms, whole))
+        return bool(claimed)
 
     async def tidy(self, limit: int) -> int:
         """Unfinished games expire when idle; their index entries are dropped here (active and

@@ -1,6 +1,14 @@
 """Watching: the updates of many games read in few round trips. Each bucket has a news stream
 (a line per commit, naming the game); a reader reads the windows of the games named since it
-last read, and waits on the streams (XREAD BLOCK) when there is nothing new."""
+last read, and waits on the streams (XREAD BLOCK) when there is nothing new.
+
+A store that loses what a reader read sends no news of it: emptied (FLUSHALL, a restart
+without its data), or an older copy restored while the engine stayed connected. So a reader
+(the watch hub's, which passes ``position``) also looks, every ``MARK_SECONDS``, at its
+bucket's mark (a random id kept in the bucket, set again by the first reader to find it gone)
+and at the last id of its news: another mark, or news that went back, is a StoreError, on
+which the watch hub checks at once that every game it watches is still there (GAME_LOST,
+DATA_LOSS). One small script per watched bucket and second, whatever the number of games."""
 
 from __future__ import annotations
 
@@ -10,13 +18,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine_service.store import keys
-from engine_service.store.base import StoredUpdate, StoreError, UnreadableData
+from engine_service.store.base import StoredUpdate, StoreError, UnreadableData, new_commit_id
 from engine_service.store.redis import records, scripts
 from engine_service.store.redis.core import NEWS_LENGTH, RedisCore
 
 log = logging.getLogger("ascension.engine.store")
 
 HEADS_PER_CALL = 500  # records read by one script call (each call holds Redis briefly)
+MARK_SECONDS = 1.0  # how often a watch reader looks at its bucket's mark and news
 _BUCKET_OF_NEWS = {keys.news_key(b): b for b in range(keys.BUCKETS)}
 
 
@@ -39,10 +48,47 @@ def _by_bucket(cursors: Mapping[str, int], pos: dict[str, Any]) -> dict[int, Map
     return dict(split)
 
 
+def _stream_id(raw: str) -> tuple[int, int]:
+    ms, _, seq = raw.partition("-")
+    return int(ms), int(seq or 0)
+
+
 class RedisWatch(RedisCore):
     _news_script = scripts.NEWS
     _news_since = scripts.NEWS_SINCE
     _heads = scripts.HEADS
+    _bucket_mark = scripts.BUCKET_MARK
+    # bucket -> (its mark as this replica last found it, when: the event loop's clock)
+    _marks: dict[int, tuple[str, float]] | None = None
+
+    async def _check_marks(self, buckets: Mapping[int, object], pos: dict[str, Any]) -> None:
+        """StoreError when a bucket's mark is not the one this replica found there before, or
+        its news ends before what the reader read (at most every MARK_SECONDS per bucket): the
+        store lost what was read. The reader's position there is dropped (it reads the games'
+        windows again next time)."""
+        if self._marks is None:
+            self._marks = {}
+        marks = self._marks
+        now = asyncio.get_running_loop().time()
+        for b in buckets:
+            known, checked = marks.get(b, ("", -MARK_SECONDS))
+            if now - checked < MARK_SECONDS:
+                continue
+            news = keys.news_key(b)
+            (row,) = await self._script(self._bucket_mark, (keys.mark_key(b), news),
+                                        (new_commit_id(),))  # fmt: skip
+            mark, last = records.text(row[0]), records.text(row[1])
+            marks[b] = (mark, now)
+            read = pos.get(news)
+            went_back = read is not None and _stream_id(last) < _stream_id(read[0])
+            if (known and mark != known) or went_back:
+                pos.pop(news, None)
+                what = "was emptied" if known and mark != known else "went back"
+                raise StoreError(
+                    f"the store {what} since this replica last read bucket {b} (its mark or its "
+                    "news changed: FLUSHALL, a restart without its data, an older copy "
+                    "restored): checking the watched games"
+                )
 
     async def read_updates(
         self,
@@ -68,6 +114,9 @@ class RedisWatch(RedisCore):
             return {}
         pos = position if position is not None else {}
         by_bucket = _by_bucket(cursors, pos)
+        watching = position is not None  # (a watch reader: it looks at its buckets' marks)
+        if watching:
+            await self._check_marks(by_bucket, pos)
         out: dict[str, list[StoredUpdate]] = {}
         last_ids: dict[str, str] = {}  # news stream -> its last id read
         bucket_of_news = {keys.news_key(b): b for b in by_bucket}
@@ -89,10 +138,13 @@ class RedisWatch(RedisCore):
                 for b, part in by_bucket.items():
                     last_ids[keys.news_key(b)], _ = await self._catch_up(b, part, out, pos)
                 continue
+            if watching:
+                await self._check_marks(by_bucket, pos)
             # Not tried again here: the watch hub, told of the error, first checks that the
             # store still holds what it read (a failover may have lost the last commits), then
             # reads on.
-            wait = ("BLOCK", min(left, self._max_block_ms)) if left > 0 else ()  # (else: a look)
+            block = min(left, self._max_block_ms, int(MARK_SECONDS * 1000) if watching else left)
+            wait = ("BLOCK", block) if left > 0 else ()  # (else: a look)
             unread = False
             res = await self._conn.command(next(iter(last_ids)), "XREAD", "COUNT", NEWS_LENGTH,
                                            *wait, "STREAMS", *last_ids, *last_ids.values(),

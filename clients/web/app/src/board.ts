@@ -16,6 +16,7 @@ import {
   seatName,
   spaceLabel,
 } from "./names";
+import { withTerms } from "./glossary";
 import { byTarget, targetOf, verbOf } from "./targets";
 
 export interface Table {
@@ -132,7 +133,7 @@ function cardChip(ctx: Ctx, id: number, count: number, target: string | null): H
     h(
       "div",
       { class: "card-head" },
-      h("span", { class: "card-name" }, card.name),
+      nameOf(card.name),
       count > 1 ? h("span", { class: "count" }, `×${count}`) : null,
     ),
     h(
@@ -142,10 +143,18 @@ function cardChip(ctx: Ctx, id: number, count: number, target: string | null): H
       cost ? h("span", { class: `cost ${card.type === "monster" ? "power" : "runes"}` }, cost) : null,
       card.honor && card.type !== "monster" ? h("span", { class: "honor" }, `${card.honor}H`) : null,
     ),
-    card.text ? h("p", { class: "card-text", "aria-hidden": "true" }, card.text) : null,
+    card.text ? h("p", { class: "card-text" }, withTerms(card.text)) : null,
     target ? actionButtons(ctx, target) : null,
   );
   return chip;
+}
+
+/** A card's name, with the length of its longest word for the style sheet (--longest: on the
+ * ring a long word makes the name smaller instead of breaking inside it). */
+function nameOf(name: string): HTMLElement {
+  const el = h("span", { class: "card-name" }, name);
+  el.style.setProperty("--longest", String(Math.max(6, ...name.split(/\s+/).map((w) => w.length))));
+  return el;
 }
 
 /** Cards grouped by id in first-seen order, each once with its count. */
@@ -408,6 +417,7 @@ export function actionList(t: Table, extra: Child = null): HTMLElement {
 export function scores(t: Table): HTMLElement {
   const { view, me } = t;
   const rows = [...view.scores].sort((a, b) => Number(a.seat !== view.winner) - Number(b.seat !== view.winner) || b.total - a.total || a.seat - b.seat);
+  const coins = view.sets !== "ss"; // Cursed Treasure coins: Curse of the Golden Isles only
   const result =
     view.winner < 0 ? "The game is over." : view.winner === me ? "You win!" : `${seatName(view, view.winner, me)} wins.`;
   return h(
@@ -415,20 +425,24 @@ export function scores(t: Table): HTMLElement {
     { class: "scores", "aria-labelledby": "scores-title" },
     h("h2", { id: "scores-title" }, result),
     h(
-      "table",
-      {},
-      h("caption", {}, "Final score (Honor by source)"),
-      h("thead", {}, h("tr", {}, ["Player", "Cards", "Tokens", "Treasure", "Coins", "Card text", "Total"].map((c) => h("th", { scope: "col" }, c)))),
+      "div",
+      { class: "scores-table" },
       h(
-        "tbody",
+        "table",
         {},
-        rows.map((s) =>
-          h(
-            "tr",
-            { class: s.seat === view.winner ? "winner" : null },
-            h("th", { scope: "row" }, (s.seat === view.winner ? "★ " : "") + seatName(view, s.seat, me)),
-            [s.cards, s.tokens, s.treasure, s.coins, s.cardText].map((n) => h("td", {}, String(n))),
-            h("td", {}, h("strong", {}, String(s.total))),
+        h("caption", {}, "Final score (Honor by source)"),
+        h("thead", {}, h("tr", {}, ["Player", "Cards", "Tokens", "Treasure", ...(coins ? ["Coins"] : []), "Card text", "Total"].map((c) => h("th", { scope: "col" }, c)))),
+        h(
+          "tbody",
+          {},
+          rows.map((s) =>
+            h(
+              "tr",
+              { class: s.seat === view.winner ? "winner" : null },
+              h("th", { scope: "row" }, (s.seat === view.winner ? "★ " : "") + seatName(view, s.seat, me)),
+              [s.cards, s.tokens, s.treasure, ...(coins ? [s.coins] : []), s.cardText].map((n) => h("td", {}, String(n))),
+              h("td", {}, h("strong", {}, String(s.total))),
+            ),
           ),
         ),
       ),

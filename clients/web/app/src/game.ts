@@ -9,6 +9,7 @@ import * as board from "./board";
 import { loadCatalog, type Catalog } from "./catalog";
 import { h, replaceKeepingFocus, sleep, type Child } from "./dom";
 import type { GameUpdate, GameView, LegalAction } from "./gen/ascension/v1/game_pb";
+import { ask, confirmText } from "./glossary";
 import { howToPlayButton } from "./howto";
 import { entryOf, type Entry } from "./log";
 import { seatName } from "./names";
@@ -400,6 +401,15 @@ export class GameScreen {
   private async submit(a: LegalAction): Promise<void> {
     if (!this.canAct() || !this.view.legalActions.some((x) => x.id === a.id)) return;
     this.busy = true;
+    const question = this.askFirst(a);
+    if (question) {
+      const yes = await ask(question, a.kind === "move" ? "Sail" : "End my turn");
+      if (!yes) {
+        this.busy = false;
+        this.say("Not done.");
+        return;
+      }
+    }
     this.render();
     let ok = false;
     try {
@@ -408,6 +418,39 @@ export class GameScreen {
       this.busy = false;
     }
     this.after(ok);
+  }
+
+  /**
+   * The question to ask before a move a newcomer may not mean, in the terminal's words
+   * (clients/glossary.json): sailing (once a turn), or ending a turn with something left to
+   * play, spend or use, saying where it goes. Empty: no question.
+   */
+  private askFirst(a: LegalAction): string {
+    if (a.kind === "move") return confirmText("sail", { move: a.description, where: "" });
+    if (a.kind !== "end_turn") return "";
+    const kinds = new Set(this.view.legalActions.map((x) => x.kind));
+    // the cards in hand (a play action stands for every copy of a card)
+    const mine = this.view.board?.seats.find((s) => s.seat === this.me);
+    const plays = this.plays().length ? (mine?.hand.length ?? this.plays().length) : 0;
+    const runes = kinds.has("acquire") ? (this.view.board?.runes ?? 0) : 0;
+    const power = kinds.has("defeat") ? (this.view.board?.power ?? 0) : 0;
+    const ability = kinds.has("use") || kinds.has("flip_coins");
+    const left: string[] = [];
+    const where: string[] = [];
+    if (plays) {
+      left.push(confirmText("left_play", { n: plays }).replace("(s)", plays > 1 ? "s" : ""));
+      where.push(confirmText("where_cards"));
+    }
+    if (runes) left.push(confirmText("left_runes", { n: runes }));
+    if (power) left.push(confirmText("left_power", { n: power }));
+    if (runes && power) where.push(confirmText("where_runes_power"));
+    else if (runes || power) where.push(confirmText(runes ? "where_runes" : "where_power"));
+    if (ability) {
+      left.push(confirmText("left_ability"));
+      where.push(confirmText("where_ability"));
+    }
+    if (!left.length) return "";
+    return confirmText("end_turn", { left: joined(left), where: joined(where) });
   }
 
   /** Every card in hand, one play after another (stopping at any choice to make). */
@@ -474,4 +517,9 @@ export class GameScreen {
       void this.hint();
     }
   };
+}
+
+/** "a, b and c". */
+function joined(parts: string[]): string {
+  return parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(", ")} and ${parts[parts.length - 1]}`;
 }

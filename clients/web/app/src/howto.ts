@@ -3,6 +3,7 @@
 // only for games with that set, as in clients/how_to_play.py.
 import text from "../../../how_to_play.md?raw";
 import { h, type Child } from "./dom";
+import { termList } from "./glossary";
 
 const SET_OF_SECTION: [string, string][] = [
   ["(Skulls & Sails)", "ss"],
@@ -56,6 +57,9 @@ export function openHowToPlay(sets: string): void {
     { class: "how-to-play", "aria-labelledby": "how-title" },
     h("div", { class: "dialog-head" }, h("h2", { id: "how-title" }, "How to play"), close),
     blocks(howToPlay(sets)),
+    h("h3", {}, "The words on the cards"),
+    h("p", {}, "Tap a word for what it means (in a card's text too)."),
+    termList(sets),
   );
   document.body.append(dialog);
   dialog.showModal();

@@ -125,7 +125,7 @@ export class Lobby {
       this.field("sets", "Sets", sets),
       this.field("players", "Players (you included)", players),
       this.field("difficulty", "Difficulty", difficulty, "each level at least 100 Elo above the one before (docs/bots.md)"),
-      this.field("bots", "Bots", bots, "comma-separated, used in turn: ismcts, heuristic, random"),
+      this.field("bots", "Bots", bots, "comma-separated, used in turn: ismcts (the search, strongest), heuristic, expert (a scripted planner, weaker than Hard despite its name), random"),
       h("datalist", { id: "bot-names" }, [...new Set([...c.bots, ...KNOWN_BOTS])].map((b) => h("option", { value: b }))),
       this.field("budget", "Bot time per move (ms)", budget, "ISMCTS thinks this long"),
       this.field("seed", "Seed", seed, "the same seed deals the same game"),
@@ -147,12 +147,16 @@ export class Lobby {
     );
   }
 
-  /** The bots and budget fields count only without a difficulty. */
+  /** The bots and budget fields count only without a difficulty: hidden with one (a level
+   * picks its own bot, and the page must not show another beside it). */
   private custom(): void {
     const level = this.root.querySelector<HTMLSelectElement>("#difficulty")?.value ?? "";
     for (const id of ["bots", "budget"]) {
       const input = this.root.querySelector<HTMLInputElement>(`#${id}`);
-      if (input) input.disabled = level !== "";
+      if (input) {
+        input.disabled = level !== "";
+        input.closest(".field")?.toggleAttribute("hidden", level !== "");
+      }
     }
   }
 

@@ -28,14 +28,16 @@ export function spaceLabel(space: number): string {
   return space === DEEP ? "The Deep" : `Space ${space + 1}`;
 }
 
-/** "You", or the seat's display name with its bot: "Seat 2 (ismcts)". */
+/** "You", or the seat's display name with its bot and level: "Seat 2 (ismcts, Hard)". */
 export function seatName(view: GameView, seat: number, me: number): string {
   if (seat === me && seat >= 0) return "You";
   if (seat < 0) return "The table";
   const info = view.seatInfo.find((s) => s.seat === seat);
   let name = info?.name ? info.name : `Seat ${seat + 1}`;
-  if (info && info.kind === SeatInfo_Kind.AI && info.botName && !name.includes(info.botName)) {
-    name = `${name} (${info.botName})`;
+  if (info && info.kind === SeatInfo_Kind.AI) {
+    const level = info.difficulty ? info.difficulty[0].toUpperCase() + info.difficulty.slice(1) : "";
+    const said = [info.botName, level].filter((x) => x && !name.toLowerCase().includes(x.toLowerCase()));
+    if (said.length) name = `${name} (${said.join(", ")})`;
   }
   return name;
 }

@@ -10,7 +10,7 @@ import { loadCatalog, type Catalog } from "./catalog";
 import { h, type Child } from "./dom";
 import { ReviewLabel, type DecisionReview } from "./gen/ascension/v1/engine_pb";
 import type { GameView } from "./gen/ascension/v1/game_pb";
-import { seatName } from "./names";
+import { roundOf, seatName } from "./names";
 import "./review.css";
 
 const LABELS: Record<number, { name: string; mark: string }> = {
@@ -22,10 +22,11 @@ const LABELS: Record<number, { name: string; mark: string }> = {
 };
 const ORDER = [ReviewLabel.BEST, ReviewLabel.GOOD, ReviewLabel.INACCURACY, ReviewLabel.MISTAKE, ReviewLabel.BLUNDER];
 const SVG = "http://www.w3.org/2000/svg";
-// The chart's drawing area (SVG user units; it scales with the page's width)
-const W = 900;
+// The chart's drawing area in SVG user units: as wide as the chart is drawn (one unit a CSS
+// pixel: its labels keep their size on a phone), at most 900 and at least 320
 const H = 280;
 const M = { left: 46, right: 14, top: 14, bottom: 34 };
+const HIT_RADIUS = 14; // a point's tappable circle: 28 px across
 
 function labelOf(r: DecisionReview): { name: string; mark: string } {
   return LABELS[r.label] ?? { name: "Rated", mark: "·" };
@@ -167,7 +168,7 @@ export class ReviewScreen {
           "aria-pressed": "false",
           onclick: () => this.select(i),
         },
-        h("span", { class: "turn" }, `T${r.turn}`),
+        h("span", { class: "turn" }, `Round ${roundOf(this.view, r.turn)}`),
         h("span", { class: "badge" }, h("span", { "aria-hidden": "true" }, `${l.mark} `), l.name),
         h("span", { class: "what" }, r.description, h("span", { class: "chance" }, ` ${pct(r.winProbability)}`)),
         differs ? h("span", { class: "better" }, `better: ${r.bestDescription} (${pct(r.bestWinProbability)})`) : null,
@@ -184,7 +185,7 @@ export class ReviewScreen {
     const l = labelOf(r);
     const v = r.view;
     const parts: Child[] = [
-      h("h2", {}, `Turn ${r.turn}, version ${r.version}: `, h("span", { class: `badge label-${l.name.toLowerCase()}` }, l.name)),
+      h("h2", {}, `Round ${roundOf(this.view, r.turn)}, version ${r.version}: `, h("span", { class: `badge label-${l.name.toLowerCase()}` }, l.name)),
       h(
         "dl",
         { class: "review-moves" },
@@ -230,6 +231,7 @@ export class ReviewScreen {
 
   private drawChart(): void {
     const rs = this.reviews;
+    const W = Math.round(Math.min(900, Math.max(320, (this.el.chart.clientWidth || 924) - 24)));
     const players = Math.max(this.view.players, ...rs.map((r) => r.winProbabilities.length));
     const lo = rs.length ? Number(rs[0].version) : 0;
     const hi = rs.length ? Number(rs[rs.length - 1].version) : 1;
@@ -243,18 +245,25 @@ export class ReviewScreen {
         s("text", { x: M.left - 6, y: y(p) + 4, class: "axis", "text-anchor": "end" }, pct(p)),
       );
     }
-    // turn ticks: the first decision of each turn shown, at most about a dozen labels
-    const turns = [...new Map(rs.map((r) => [r.turn, r.version])).entries()];
-    const step = Math.max(1, Math.ceil(turns.length / 12));
-    turns.forEach(([turn, version], i) => {
+    // round ticks: the first decision of each round shown, a label every 60 units or more
+    const rounds = [...new Map(rs.map((r) => [roundOf(this.view, r.turn), r.version])).entries()];
+    const step = Math.max(1, Math.ceil(rounds.length / Math.max(2, Math.floor((W - M.left - M.right) / 60))));
+    rounds.forEach(([round, version], i) => {
       if (i % step) return;
-      svg.append(s("text", { x: x(version), y: H - M.bottom + 16, class: "axis", "text-anchor": "middle" }, `T${turn}`));
+      svg.append(s("text", { x: x(version), y: H - M.bottom + 16, class: "axis", "text-anchor": "middle" }, String(round)));
     });
-    svg.append(s("text", { x: (M.left + W - M.right) / 2, y: H - 4, class: "axis", "text-anchor": "middle" }, "turn"));
+    svg.append(s("text", { x: (M.left + W - M.right) / 2, y: H - 4, class: "axis", "text-anchor": "middle" }, "round"));
     for (let q = 0; q < players; q++) {
       const pts = rs.filter((r) => q < r.winProbabilities.length).map((r) => `${x(r.version).toFixed(1)},${y(r.winProbabilities[q]).toFixed(1)}`);
       if (pts.length) svg.append(s("polyline", { points: pts.join(" "), class: `line seat-${q}${q === this.me ? " mine" : ""}`, "data-seat": q }));
     }
+    // each point's tappable circle, under every point drawn (a finger is wider than a dot)
+    rs.forEach((r, i) => {
+      const p = r.winProbabilities[r.seat] ?? r.winProbability;
+      const hit = s("circle", { cx: x(r.version).toFixed(1), cy: y(p).toFixed(1), r: HIT_RADIUS, class: "hit", "data-index": i });
+      hit.addEventListener("click", () => this.select(i));
+      svg.append(hit);
+    });
     // your decisions on your own line, by label (the bad ones larger)
     rs.forEach((r, i) => {
       const p = r.winProbabilities[r.seat] ?? r.winProbability;
@@ -268,7 +277,7 @@ export class ReviewScreen {
           class: `pt label-${l.name.toLowerCase()}${i === this.selected ? " selected" : ""}`,
           "data-index": i,
         },
-        s("title", {}, `Turn ${r.turn}: ${l.name}: ${r.description} (${pct(r.winProbability)})`),
+        s("title", {}, `Round ${roundOf(this.view, r.turn)}: ${l.name}: ${r.description} (${pct(r.winProbability)})`),
       );
       dot.addEventListener("click", () => this.select(i));
       svg.append(dot);

@@ -102,7 +102,7 @@ class EngineServicer:
     """Missing associated documentation comment in .proto file."""
 
     def CreateGame(self, request, context):
-        """Create a game. Returns its id and one secret token per seat.
+        """Create a game. Returns its id and one secret token per human seat (none for an AI seat).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -142,7 +142,7 @@ class Score(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., cards: _Optional[int] = ..., tokens: _Optional[int] = ..., treasure: _Optional[int] = ..., coins: _Optional[int] = ..., card_text: _Optional[int] = ..., total: _Optional[int] = ...) -> None: ...
 
 class SeatInfo(_message.Message):
-    __slots__ = ("seat", "kind", "name", "bot_name", "fallback_moves", "last_fallback_reason", "last_fallback_version")
+    __slots__ = ("seat", "kind", "name", "bot_name", "fallback_moves", "last_fallback_reason", "last_fallback_version", "difficulty")
     class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         KIND_UNSPECIFIED: _ClassVar[SeatInfo.Kind]
@@ -158,6 +158,7 @@ class SeatInfo(_message.Message):
     FALLBACK_MOVES_FIELD_NUMBER: _ClassVar[int]
     LAST_FALLBACK_REASON_FIELD_NUMBER: _ClassVar[int]
     LAST_FALLBACK_VERSION_FIELD_NUMBER: _ClassVar[int]
+    DIFFICULTY_FIELD_NUMBER: _ClassVar[int]
     seat: int
     kind: SeatInfo.Kind
     name: str
@@ -165,7 +166,8 @@ class SeatInfo(_message.Message):
     fallback_moves: int
     last_fallback_reason: str
     last_fallback_version: int
-    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot_name: _Optional[str] = ..., fallback_moves: _Optional[int] = ..., last_fallback_reason: _Optional[str] = ..., last_fallback_version: _Optional[int] = ...) -> None: ...
+    difficulty: str
+    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot_name: _Optional[str] = ..., fallback_moves: _Optional[int] = ..., last_fallback_reason: _Optional[str] = ..., last_fallback_version: _Optional[int] = ..., difficulty: _Optional[str] = ...) -> None: ...
 
 class Board(_message.Message):
     __slots__ = ("turn", "active_seat", "first_seat", "runes", "power", "seats", "center", "kraken", "ghost_pirate_space", "board_coin", "board_coin_space", "honor_pool", "final_round", "the_void", "mystic_pile", "heavy_infantry_pile", "center_deck_count", "treasure_bag_count", "decision")
@@ -254,7 +256,7 @@ class GameEvent(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., text: _Optional[str] = ..., data: _Optional[str] = ...) -> None: ...
 
 class GameUpdate(_message.Message):
-    __slots__ = ("game_id", "version", "seat", "action", "action_kind", "description", "events", "to_move", "over", "time_unix_ms", "commit_id", "parent_commit_id")
+    __slots__ = ("game_id", "version", "seat", "action", "action_kind", "description", "events", "to_move", "over", "time_unix_ms", "commit_id", "parent_commit_id", "forced")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
@@ -267,6 +269,7 @@ class GameUpdate(_message.Message):
     TIME_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
     COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     PARENT_COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
+    FORCED_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     version: int
     seat: int
@@ -279,4 +282,5 @@ class GameUpdate(_message.Message):
     time_unix_ms: int
     commit_id: str
     parent_commit_id: str
-    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., action: _Optional[int] = ..., action_kind: _Optional[str] = ..., description: _Optional[str] = ..., events: _Optional[_Iterable[_Union[GameEvent, _Mapping]]] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., time_unix_ms: _Optional[int] = ..., commit_id: _Optional[str] = ..., parent_commit_id: _Optional[str] = ...) -> None: ...
+    forced: bool
+    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., action: _Optional[int] = ..., action_kind: _Optional[str] = ..., description: _Optional[str] = ..., events: _Optional[_Iterable[_Union[GameEvent, _Mapping]]] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., time_unix_ms: _Optional[int] = ..., commit_id: _Optional[str] = ..., parent_commit_id: _Optional[str] = ..., forced: _Optional[bool] = ...) -> None: ...

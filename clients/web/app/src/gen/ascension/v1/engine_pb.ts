@@ -1,13 +1,16 @@
 // The Ascension engine: an authoritative game server for the pirate sets of the Ascension
 // deckbuilder (Skulls & Sails, Curse of the Golden Isles).
 //
-// Seats authenticate with the secret token CreateGame returned for them. Errors:
+// Seats authenticate with the secret token CreateGame returned for them. An AI seat has none:
+// its worker plays it with a credential the engine sends with each of its moves, good for that
+// one move. Errors:
 //   INVALID_ARGUMENT     a malformed request; the message names the field
 //   NOT_FOUND            no such game (never created, deleted, or expired after it ended)
 //   UNAUTHENTICATED      a token is required but missing, or matches no seat of the game (or an
 //                        operator key is required but missing or unknown)
 //   PERMISSION_DENIED    the token is valid but not for this call (e.g. deleting needs the admin
-//                        token; choosing the seed of a game with a human seat needs an operator key)
+//                        token; choosing the seed of a game with a human seat needs an operator key;
+//                        a stored token cannot submit for a seat while it is an AI seat)
 //   FAILED_PRECONDITION  the action is not legal now (the message gives the rules' reason),
 //                        or the seat is not the one to move, or the game is not over (GetReplay)
 //   ABORTED              expected_version is not the game's version (someone else moved first);
@@ -178,13 +181,15 @@ export type CreateGameResponse = Message<"ascension.v1.CreateGameResponse"> & {
   gameId: string;
 
   /**
-   * seat_tokens[i] is the secret token of seat i
+   * seat_tokens[i] is the secret token of seat i; empty for an
    *
    * @generated from field: repeated string seat_tokens = 2;
    */
   seatTokens: string[];
 
   /**
+   * AI seat (its worker plays it, with a credential per move)
+   *
    * deletes the game
    *
    * @generated from field: string admin_token = 3;
@@ -301,13 +306,16 @@ export type SubmitActionRequest = Message<"ascension.v1.SubmitActionRequest"> & 
   gameId: string;
 
   /**
-   * the acting seat's token
+   * the acting seat's token; while the seat is an AI seat, only the
    *
    * @generated from field: string token = 2;
    */
   token: string;
 
   /**
+   * move credential its worker got with the move (a stored token:
+   * PERMISSION_DENIED, reason AI_SEAT_PLAYED_BY_WORKER)
+   *
    * the version the caller saw (GameView.version)
    *
    * @generated from field: int64 expected_version = 3;
@@ -357,7 +365,8 @@ export type SubmitActionRequest = Message<"ascension.v1.SubmitActionRequest"> & 
   /**
    * (a table of several seats, a bot runner; the acting seat's
    * may be among them). Each must be a seat token of this game
-   * (UNAUTHENTICATED otherwise). When the action passes the
+   * (UNAUTHENTICATED otherwise; empty entries, as CreateGame
+   * gives for AI seats, are skipped). When the action passes the
    * move to one of those seats, view is that seat's (view.seat
    * says whose), with its legal actions: no ListLegalActions
    * is needed to go on
@@ -1191,7 +1200,7 @@ export const ReviewLabelSchema: GenEnum<ReviewLabel> = /*@__PURE__*/
  */
 export const Engine: GenService<{
   /**
-   * Create a game. Returns its id and one secret token per seat.
+   * Create a game. Returns its id and one secret token per human seat (none for an AI seat).
    *
    * @generated from rpc ascension.v1.Engine.CreateGame
    */

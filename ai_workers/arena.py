@@ -1,19 +1,31 @@
 """Bots against bots, for benchmarks (``benchmarks/strength.py``, ``benchmarks/ladder.py``).
 
-A player is named by a *spec*: ``name[@budget][:option=value]...``, for example ``heuristic``,
-``ismcts@1s``, ``ismcts@250ms:backup=paranoid:reuse=1``, ``ismcts@3000it``. The budget (``ms``
-or ``s``) is the bot's thinking time per decision (else the tournament's); ``it`` gives a search
-a fixed number of iterations instead, with no time limit, so that comparisons do not depend on
-the machine's load; options are passed to the bot's
-class (``ISMCTSBot(**options)``), so variants of one bot can meet in one run. Every seat gets
-a fresh bot instance per game and sees only its view; a decision with one legal action is
-played without asking the bot, as the AI runner does. A bot that raises or answers an
-illegal action gets the workers' fallback move (``ai_workers.bots.decide.ask``), counted per seat:
-a game with fallback moves is not its bot's own play.
+A player is named by a spec, ``name[@budget][:option=value]...`` (``ai_workers/bots/specs.py``).
+Every seat sees only its view; a decision with one legal action is played without asking the
+bot, as the AI runner does, and is not counted as the bot's.
+
+A bot is asked as the workers ask it, with the same fallback moves and reasons
+(docs/bots.md, "Fallback moves"): each decision has the workers' deadline, the seat's budget
+plus ``WORKER_DECISION_GRACE_SECONDS``, and a bot that misbehaves
+``WORKER_BOT_QUARANTINE_FAILURES`` times in a row is not asked for
+``WORKER_BOT_QUARANTINE_SECONDS`` (per benchmark process: ``ai_workers/supervisor.py``).
+
+- A plug-in (any bot but the built-ins under their own names) runs in a bot host, a child
+  process of the benchmark's (``supervisor.BotHost``), one instance per spec serving every
+  game of the process, as in a worker: one that overruns is killed at the deadline, one that
+  exits is replaced, and the benchmark goes on.
+- The built-ins run in this process, a fresh instance per seat and game (a bot host's round
+  trip would cost more than their whole decision): they stop within their budget by
+  themselves, and one that answered after the deadline gets the fallback move all the same,
+  as a worker would have played it.
+
+Fallback moves are counted per seat: a game with fallback moves is not its bot's own play.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import sys
 import time
@@ -23,57 +35,16 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass
 from typing import Any
 
+from ai_workers import config, slots, supervisor
 from ai_workers.bots.base import Bot
-from ai_workers.bots.decide import ask
-from ai_workers.bots.registry import load_bot
+from ai_workers.bots.decide import Decision, ask, fallback_action
+from ai_workers.bots.registry import UnknownBotError, available_bots, unknown_bot_message
 from ai_workers.bots.settings import DEFAULT_EXPLORATION, BotSettings
+from ai_workers.bots.specs import BotSpec, make_bot, options_key, parse_spec
 from engine_service import rules
 
 Z95 = 1.959964
-
-
-@dataclass(frozen=True, slots=True)
-class BotSpec:
-    label: str  # the spec as written: how results name this player
-    name: str  # the registered bot
-    time_ms: int | None  # None: the tournament's budget
-    options: tuple[tuple[str, str], ...] = ()
-    iterations: int = 0  # > 0: this many search iterations per decision, no time limit
-
-
-def parse_spec(text: str) -> BotSpec:
-    label = text.strip()
-    head, *opts = label.split(":")
-    name, _, budget = head.partition("@")
-    time_ms: int | None = None
-    iterations = 0
-    if budget:
-        b = budget.strip().lower()
-        if b.endswith("it"):
-            iterations = int(b[:-2])
-            if iterations <= 0:
-                raise ValueError(f"bot spec {text!r}: iterations must be > 0")
-        elif b.endswith("ms"):
-            time_ms = int(float(b[:-2]))
-        elif b.endswith("s"):
-            time_ms = int(float(b[:-1]) * 1000)
-        else:
-            time_ms = int(float(b))
-    options = []
-    for o in opts:
-        k, eq, v = o.partition("=")
-        if not eq or not k.strip():
-            raise ValueError(f"bot spec {text!r}: option {o!r} is not key=value")
-        options.append((k.strip(), v.strip()))
-    if not name.strip():
-        raise ValueError(f"bot spec {text!r} names no bot")
-    return BotSpec(label, name.strip(), time_ms, tuple(options), iterations)
-
-
-def make_bot(spec: BotSpec) -> Bot:
-    """A fresh instance of the spec's bot (load_bot checks the name and caches a prototype)."""
-    cls = type(load_bot(spec.name))
-    return cls(**dict(spec.options)) if spec.options else cls()
+log = logging.getLogger("ascension.arena")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +69,101 @@ class GameRecord:
     stats: tuple[SeatStats, ...]
 
 
+@functools.cache
+def _config() -> config.WorkerConfig:
+    """The workers' deadline and quarantine settings (their defaults if unusable here)."""
+    try:
+        return config.load()
+    except ValueError as e:
+        log.error("worker settings: %s; using the defaults", e)
+        return config.load({})
+
+
+def _records() -> slots.BotRecords:
+    cfg = _config()
+    return slots.records(0, cfg.quarantine_failures, cfg.quarantine_seconds)
+
+
+_host: supervisor.BotHost | None = None
+
+
+def _bot_host() -> supervisor.BotHost:
+    """This process's bot host for plug-ins (killed when the process exits)."""
+    global _host
+    if _host is None:
+        cfg = _config()
+        _host = supervisor.BotHost(cfg.bot_load_seconds, cfg.log_level, specs=True)
+        import atexit
+
+        atexit.register(_host.close)
+    return _host
+
+
+def reset() -> None:
+    """Forget this process's bot host, settings and bot records (read again when next needed:
+    for tests that change the environment)."""
+    global _host
+    if _host is not None:
+        _host.close()
+    _host = None
+    _config.cache_clear()
+    slots.forget_records()
+
+
+def check_specs(texts: list[str]) -> None:
+    """Fail early on a malformed spec or a bot that is not installed, without importing any
+    plug-in (its code runs in a bot host only)."""
+    names = available_bots()
+    for text in texts:
+        spec = parse_spec(text)
+        if spec.name not in names:
+            raise UnknownBotError(unknown_bot_message(spec.name, names))
+
+
+class _Seat:
+    """How one seat's bot is asked: in this process (a built-in), or in the bot host."""
+
+    def __init__(self, spec: BotSpec) -> None:
+        self.hosted = not slots.is_builtin(spec.name)
+        self.bot: Bot | None = None if self.hosted else make_bot(spec)
+        self.key = options_key(spec)
+        self._seen: object = None
+
+    def decide(self, view: rules.View, legal: list[int], settings: BotSettings) -> Decision:
+        """The bot's decision (``settings.name`` is :attr:`key`), or the fallback."""
+        records = _records()
+        d = supervisor.quarantine_fallback(records, view, legal, settings)
+        if d is None:
+            d = self._hosted(view, legal, settings) if self.hosted else self._here(
+                view, legal, settings)  # fmt: skip
+            supervisor.record_outcome(records, d, "in this benchmark process")
+        return d
+
+    def _hosted(self, view: rules.View, legal: list[int], settings: BotSettings) -> Decision:
+        grace = _config().decision_grace
+        return supervisor.supervised_decide(view, view.serialize(), legal, settings,
+                                            _bot_host(), grace)  # fmt: skip
+
+    def _here(self, view: rules.View, legal: list[int], settings: BotSettings) -> Decision:
+        assert self.bot is not None
+        limit = supervisor.deadline_seconds(settings, _config().decision_grace)
+        t0 = time.perf_counter()
+        a, why, detail = ask(self.bot, view, legal, settings)
+        seconds = time.perf_counter() - t0
+        if not why and seconds > limit:
+            log.warning("bot %r answered after %.1fs, past its deadline of %.1fs; playing a "
+                        "fallback move", settings.name, seconds, limit)  # fmt: skip
+            a, why, detail = fallback_action(view, legal), supervisor.DEADLINE, (
+                f"no answer within {limit:.1f}s")  # fmt: skip
+        iterations, search_s = 0, 0.0
+        last: Any = getattr(self.bot, "last", None)  # a search bot's report of its last search
+        if not why and last is not None and last is not self._seen:
+            self._seen = last
+            iterations = int(getattr(last, "iterations", 0) or 0)
+            search_s = float(getattr(last, "seconds", 0.0) or 0.0)
+        return Decision(a, settings.name, seconds, why, iterations, search_s, detail)
+
+
 def play_game(
     specs: list[BotSpec],
     seed: int,
@@ -109,10 +175,10 @@ def play_game(
     """One game of the deal ``seed``; ``replay`` > 0 gives the bots other seeds (the same deal
     played again by other searches)."""
     n = len(specs)
-    bots = [make_bot(sp) for sp in specs]
+    seats = [_Seat(sp) for sp in specs]
     settings = [
         BotSettings(
-            name=sp.name,
+            name=seats[q].key,  # the bot and its options: how records and bot hosts know it
             iterations=sp.iterations,
             time_ms=0 if sp.iterations else sp.time_ms if sp.time_ms is not None else budget_ms,
             seed=seed * 8 + q + (replay << 40),
@@ -129,28 +195,24 @@ def play_game(
     search_s = [0.0] * n
     fallbacks = [0] * n
     last_fallback = [""] * n
-    seen: list[object] = [None] * n
     while not s.over:
         p = s.to_move()
         legal = rules.legal_actions(s)
         if len(legal) == 1:
             rules.apply(s, legal[0])
             continue
-        bot = bots[p]
         t0 = time.perf_counter()
-        a, why, detail = ask(bot, rules.view(s, p), legal, settings[p])
+        d = seats[p].decide(rules.view(s, p), legal, settings[p])
         think[p] += time.perf_counter() - t0
         dec[p] += 1
-        if why:
+        if d.fallback:
             fallbacks[p] += 1
-            last_fallback[p] = f"{why}: {detail}" if detail else why
-        last: Any = getattr(bot, "last", None)  # a search bot's report of its last search
-        if last is not None and last is not seen[p] and int(getattr(last, "iterations", 0) or 0):
-            seen[p] = last
+            last_fallback[p] = d.fallback_text
+        if d.iterations:
             searches[p] += 1
-            iters[p] += int(last.iterations)
-            search_s[p] += float(last.seconds)
-        rules.apply(s, a)
+            iters[p] += d.iterations
+            search_s[p] += d.search_seconds
+        rules.apply(s, d.action)
     stats = tuple(
         SeatStats(
             dec[q], think[q], searches[q], iters[q], search_s[q], fallbacks[q], last_fallback[q]
