@@ -122,7 +122,8 @@ async def cut_short_and_restarted() -> None:
 
     # The same review again takes them over: it asks nothing new while they run...
     second = Reading(reviews, mine)
-    await asyncio.sleep(0.05)
+    # (until it has taken the flight over: an answer before that is read from the store)
+    await until(lambda: all(f.open for fs in reviews._flights.values() for f in fs))
     assert len(held.sent) == 2
     await t.answer(held.sent[0])
     r = await second.take()
