@@ -33,11 +33,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ai_workers import config
+from engine_service import redis_urls
 
 log = logging.getLogger("ascension.worker.analyses")
 COMMAND = "analyses-node"  # the hidden subcommand of ascension-worker that runs the node
-RESTART_SECONDS = (1.0, 30.0)
-REDIS_SCHEMES = ("redis", "rediss", "sentinel", "sentinels")  # first and longest wait before starting an exited node again
+RESTART_SECONDS = (1.0, 30.0)  # first and longest wait before starting an exited node again
+# Redis brokers (kombu's schemes, and the Sentinel URL the engine and the workers take)
+REDIS_SCHEMES = ("redis", "rediss", "sentinel", "sentinels", *redis_urls.SENTINEL_SCHEMES)
 
 
 def node_name(moves_node: str) -> str:

@@ -20,7 +20,8 @@ from typing import Any
 
 from celery import Celery, signals
 
-from ai_workers import config
+from ai_workers import broker, config
+from engine_service import redis_urls
 
 TASK_MODULES = ["ai_workers.tasks", "ai_workers.analysis_task"]  # choose_move, analyze_position
 # "token": "...", 'token': '...', token=..., token: "..." (protobuf text), admin_token alike.
@@ -65,9 +66,11 @@ def _redact_worker_logs(logger: Any = None, **_: Any) -> None:
 def make_app(cfg: config.WorkerConfig | None = None) -> Any:
     cfg = cfg or config.load()
     # The task modules import ``app`` from here; a worker imports them as it starts (include).
-    app = Celery(
-        "ascension-worker", broker=cfg.broker_url, set_as_current=True, include=TASK_MODULES
-    )
+    kombu_url, broker_conf = redis_urls.celery_broker(cfg.broker_url)  # (redis+sentinel://)
+    app = Celery("ascension-worker", broker=kombu_url, set_as_current=True, include=TASK_MODULES)
+    app.conf.update(broker_conf)
+    if redis_urls.is_sentinel(cfg.broker_url):
+        app.conf.broker_transport = broker.NAME  # (kombu's, repaired for failovers)
     app.conf.update(
         task_default_queue=config.QUEUE,
         task_routes={
@@ -88,7 +91,10 @@ def make_app(cfg: config.WorkerConfig | None = None) -> Any:
         worker_hijack_root_logger=True,
         worker_send_task_events=False,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": cfg.visibility_timeout},
+        broker_transport_options={
+            **broker_conf.get("broker_transport_options", {}),
+            "visibility_timeout": cfg.visibility_timeout,
+        },
     )
     app.conf.worker_config = cfg
     return app

@@ -30,6 +30,7 @@ from typing import Any
 from ai_workers import config, heartbeat
 from ai_workers.analysis_node import COMMAND as ANALYSES_NODE
 from ai_workers.analysis_node import AnalysisNode, worker_argv
+from engine_service import redis_urls
 
 SWEEPER_NOTE = (
     "ascension-worker sweeper: nothing to run. Stalled AI moves are re-dispatched by the engine "
@@ -218,7 +219,9 @@ def check(cfg: config.WorkerConfig, timeout: float) -> int:
             return 1
     else:
         nodes = [cfg.node]
-    app = Celery("ascension-worker-check", broker=cfg.broker_url, set_as_current=False)
+    kombu_url, broker_conf = redis_urls.celery_broker(cfg.broker_url)  # (redis+sentinel://)
+    app = Celery("ascension-worker-check", broker=kombu_url, set_as_current=False)
+    app.conf.update(broker_conf)
     app.conf.broker_connection_timeout = timeout
     app.conf.broker_connection_retry_on_startup = False
     app.conf.broker_connection_max_retries = 1

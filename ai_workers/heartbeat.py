@@ -17,7 +17,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+from engine_service import redis_urls
 
 INTERVAL_SECONDS = 5.0
 MAX_AGE_SECONDS = 60.0
@@ -28,18 +29,8 @@ def directory() -> Path:
 
 
 def redact(url: str) -> str:
-    """A broker URL without its password."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """A broker URL without its passwords."""
+    return redis_urls.redacted(url)
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,24 @@
 process that pays it, so that other work on the machine changes the wall time, not the figure.
 
     python benchmarks/capacity.py redis [--seconds 10] [--clients 64] [--aof] [--json]
+    python benchmarks/capacity.py redis --appendfsync always --clients 1,4,16,64,256 [--seconds 10]
     python benchmarks/capacity.py bots [--decisions 150] [--bots random,expert,ismcts:100] [--json]
     python benchmarks/capacity.py watch [--games 20] [--watchers 10] [--seconds 10] [--json]
 
 ``redis``: commits per second one Redis primary can take. Starts its own ``redis-server``
-(free port; ``--aof``: appendonly with fsync every second, as deployed), creates games with
-states, metadata and updates of real size (mid-game, 4 players, both sets), then
-``--clients`` coroutines commit through ``RedisStore.commit`` (the engine's own code: the
-commit script and its hot path) for ``--seconds``. The figure is commits per second of Redis
-CPU (``INFO cpu``): Redis runs commands on one thread, so that is what one primary sustains
-with a whole core; the commits per second reached here are bounded by this machine's two
-cores, the load generator sharing them.
+(free port, data in a temporary directory of this machine's disk; ``--appendfsync``: no
+persistence (default), ``everysec`` (``--aof``) or ``always``, the shipped setting), creates
+games with states, metadata and updates of real size (mid-game, 4 players, both sets), then
+``--clients`` coroutines, one game each, commit through ``RedisStore.commit`` (the engine's
+own code: the commit script and its hot path) for ``--seconds``; a list (``1,4,16,64``)
+measures each number of games committing at once in turn. The figures: commits per second of
+Redis CPU (``INFO cpu``: Redis runs commands on one thread, so that is what one primary
+sustains with a whole core), and commits per second of wall time with their latency. Under
+``always`` Redis writes and fsyncs its file once per turn of its event loop, before the
+replies of that turn, on its one thread: the wall-time figures say what the disk allows with
+that many commits in flight (each turn's fsync shared by the commits it carries). The load
+generator shares this machine's two cores. First, the disk's fsync time (a small append and
+fdatasync, as benchmarks/durability.py measures it).
 
 ``bots``: AI decisions per second of one worker core, per bot and budget: games of each bot
 against the heuristic, in process, every decision of the bot's seat timed in process CPU
@@ -97,18 +104,21 @@ async def _commit_load(url: str, seconds: float, clients: int) -> dict[str, Any]
         await store.create(NewGame(gid, cid, state, meta, update, 0, int(time.time() * 1000), None, 0.0))
         games.append([gid, 1, cid])
     commits = 0
+    latencies: list[float] = []
     stop_at = time.monotonic() + seconds
 
     async def client(g: list[Any]) -> None:
         nonlocal commits
         n = 0
         while time.monotonic() < stop_at:
+            sent = time.perf_counter()
             cid = new_commit_id()
             c = Commit(game_id=g[0], expected_version=g[1], expected_commit_id=g[2], commit_id=cid,
                        state=state, update=update, seat=n % 4, action=(4 << 16) | (n % 7), idem_key=f"k-{g[1]}",
                        fingerprint=b"0:1:262145", over=False, to_move=(n + 1) % 4, updated_ms=int(time.time() * 1000),
                        ai_pending=None, enqueued_at=0.0)  # fmt: skip
             res = await store.commit(c)
+            latencies.append(time.perf_counter() - sent)
             assert res.status is CommitStatus.OK, res
             g[1], g[2] = g[1] + 1, cid
             n += 1
@@ -122,8 +132,12 @@ async def _commit_load(url: str, seconds: float, clients: int) -> dict[str, Any]
     info = await store.r.info("cpu")
     cpu = float(info["used_cpu_user"]) + float(info["used_cpu_sys"]) - cpu0
     await store.close()
+    latencies.sort()
     return {
-        "commits": commits, "wall_seconds": round(wall, 2), "commits_per_s": round(commits / wall),
+        "clients": clients, "commits": commits, "wall_seconds": round(wall, 2),
+        "commits_per_s": round(commits / wall),
+        "latency_ms_p50": round(latencies[len(latencies) // 2] * 1000, 2),
+        "latency_ms_p99": round(latencies[len(latencies) * 99 // 100] * 1000, 2),
         "redis_cpu_seconds": round(cpu, 2), "redis_cpu_us_per_commit": round(cpu / commits * 1e6, 1),
         "commits_per_redis_core_second": round(commits / cpu), "state_bytes": len(state),
         "update_bytes": len(update),
@@ -131,11 +145,23 @@ async def _commit_load(url: str, seconds: float, clients: int) -> dict[str, Any]
 
 
 def bench_redis(args: argparse.Namespace) -> dict[str, Any]:
-    aof = ("--appendonly", "yes", "--appendfsync", "everysec") if args.aof else ()
-    with support.redis_server(*aof, "--dir", tempfile.mkdtemp(prefix="asc-capacity-")) as url:
-        out = asyncio.run(_commit_load(url, args.seconds, args.clients))
-    out["aof"] = bool(args.aof)
-    return out
+    from durability import fsync_ms  # (benchmarks/durability.py, beside this script)
+
+    fsync = args.appendfsync or ("everysec" if args.aof else "")
+    aof = ("--appendonly", "yes", "--appendfsync", fsync) if fsync else ()
+    runs = []
+    for clients in (int(c) for c in str(args.clients).split(",")):
+        directory = tempfile.mkdtemp(prefix="asc-capacity-")  # (this machine's disk, not tmpfs)
+        with support.redis_server(*aof, "--dir", directory) as url:
+            runs.append(asyncio.run(_commit_load(url, args.seconds, clients)))
+        if not args.json:
+            print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+    median, p90 = fsync_ms(tempfile.gettempdir())
+    out: dict[str, Any] = {"appendfsync": fsync or "no persistence", "aof": bool(fsync),
+                           "fsync_ms_median": round(median, 2), "fsync_ms_p90": round(p90, 2)}  # fmt: skip
+    if len(runs) == 1:
+        return {**out, **runs[0]}
+    return {**out, "runs": runs}
 
 
 # ---- bots -------------------------------------------------------------------------------------
@@ -349,8 +375,9 @@ def main() -> int:
     sub = ap.add_subparsers(dest="what", required=True)
     r = sub.add_parser("redis")
     r.add_argument("--seconds", type=float, default=10.0)
-    r.add_argument("--clients", type=int, default=64)
-    r.add_argument("--aof", action="store_true")
+    r.add_argument("--clients", default="64", help="games committing at once; a list measures each")
+    r.add_argument("--aof", action="store_true", help="appendonly with appendfsync everysec")
+    r.add_argument("--appendfsync", choices=("everysec", "always"), default=None)
     b = sub.add_parser("bots")
     b.add_argument("--decisions", type=int, default=150)
     b.add_argument("--overhead-moves", type=int, default=300)

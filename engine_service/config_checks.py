@@ -13,8 +13,10 @@ import ssl
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from engine_service import redis_urls
+
 GRPC_INT_MAX = 2**31 - 1  # gRPC's channel arguments are C ints
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+REDIS_SCHEMES = ("redis", "rediss", "unix", *redis_urls.SENTINEL_SCHEMES)
 
 
 class _Encrypted(Exception):
@@ -70,17 +72,27 @@ def redis_url_problem(url: str, mode: str) -> str | None:
     """REDIS_URL as redis-py will read it (no connection is made)."""
     from redis.asyncio.connection import parse_url
 
-    scheme = urlsplit(url).scheme if "://" in url else ""
+    scheme = redis_urls.scheme_of(url)
     if scheme not in REDIS_SCHEMES:
         shown = f"{scheme}://" if scheme else "no scheme"
-        return f"REDIS_URL must start with redis://, rediss:// or unix:// (got {shown})"
+        return (
+            "REDIS_URL must start with redis://, rediss://, unix://, redis+sentinel:// or "
+            f"rediss+sentinel:// (got {shown})"
+        )
     if mode == "cluster" and scheme == "unix":
         return "REDIS_URL: a Redis Cluster (ENGINE_REDIS_MODE=cluster) is reached by TCP, not unix://"
+    if scheme in redis_urls.SENTINEL_SCHEMES:
+        if mode == "cluster":
+            return "REDIS_URL: a Redis Cluster (ENGINE_REDIS_MODE=cluster) is not reached through Sentinel"
+        try:
+            url = redis_urls.parse_sentinel(url).server_url()  # (its options, checked below)
+        except ValueError as e:
+            return f"REDIS_URL: {e}"
     try:
         kwargs = parse_url(url)
     except ValueError as e:
         return f"REDIS_URL: {e}"
-    if scheme != "unix":
+    if scheme not in ("unix", *redis_urls.SENTINEL_SCHEMES):
         db = urlsplit(url).path.strip("/")
         if db and not db.isdigit():
             return f"REDIS_URL: the path must be a database number (/0), got /{db[:20]}"
@@ -90,14 +102,21 @@ def redis_url_problem(url: str, mode: str) -> str | None:
 
 
 def broker_url_problem(url: str) -> str | None:
-    """CELERY_BROKER_URL as kombu reads it: a transport it knows, with its libraries installed."""
+    """CELERY_BROKER_URL as kombu reads it: a transport it knows, with its libraries installed
+    (a redis+sentinel:// URL as redis_urls.celery_broker gives it to kombu)."""
     from kombu.connection import Connection
 
+    scheme = redis_urls.scheme_of(url)
+    if scheme == "sentinel":  # (kombu's own needs a transport option no URL carries)
+        return (
+            "CELERY_BROKER_URL: name a Sentinel-managed broker as "
+            "redis+sentinel://host:26379,host2:26379/<service>/0"
+        )
     try:
+        kombu_url, _ = redis_urls.celery_broker(url)
         # Resolves the transport (importing its library); connects to nothing.
-        Connection(url).transport  # type: ignore[no-untyped-call]  # noqa: B018
+        Connection(kombu_url).transport  # type: ignore[no-untyped-call]  # noqa: B018
     except KeyError:
-        scheme = urlsplit(url).scheme
         return f"CELERY_BROKER_URL: {scheme}:// is not a Celery broker (e.g. redis://, amqp://)"
     except ImportError as e:
         return f"CELERY_BROKER_URL: its transport needs {e.name or e} installed"

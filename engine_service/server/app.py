@@ -14,7 +14,7 @@ from typing import Any
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
-from engine_service import rules
+from engine_service import redis_urls, rules
 from engine_service.api.ascension.v1 import engine_pb2
 from engine_service.server import bots
 from engine_service.server.analysis import Analyses
@@ -59,16 +59,6 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         # the port to itself, so a second engine started by mistake fails to bind it.
         ("grpc.so_reuseport", 1 if settings.processes > 1 else 0),
     ]
-
-
-def redacted(url: str) -> str:
-    """The URL without its password (for logs)."""
-    scheme, sep, rest = url.partition("://")
-    userinfo, at, host = rest.rpartition("@")
-    if not sep or not at:
-        return url
-    user = userinfo.partition(":")[0]
-    return f"{scheme}://{user + ':***' if user else '***'}@{host}"
 
 
 def is_open(settings: Settings) -> bool:
@@ -319,7 +309,7 @@ async def serve(
             flush=True,
         )
         warn_if_exposed(settings, address)
-    where = redacted(settings.redis_url) if settings.redis_url else "in process"
+    where = redis_urls.redacted(settings.redis_url) if settings.redis_url else "in process"
     probe_stop = asyncio.Event()
     probe = asyncio.ensure_future(
         probe_store(

@@ -59,7 +59,7 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("REDIS_URL", "redis_url", str, "", "Redis URL; unset = games kept in process"),
+    Option("REDIS_URL", "redis_url", str, "", "Redis URL (redis+sentinel://: a primary Sentinel names); unset = games kept in process"),
     Option(
         "ENGINE_REDIS_MODE",
         "redis_mode",
@@ -548,8 +548,8 @@ class Settings:
         if bool(self.redis_tls_cert_file) != bool(self.redis_tls_key_file):
             problems.append("REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE go together")
         tls_files = self.redis_tls_ca_file or self.redis_tls_cert_file
-        if tls_files and not self.redis_url.startswith("rediss://"):
-            problems.append("REDIS_TLS_* files need a rediss:// REDIS_URL")
+        if tls_files and not self.redis_url.startswith(("rediss://", "rediss+sentinel://")):
+            problems.append("REDIS_TLS_* files need a rediss:// (or rediss+sentinel://) REDIS_URL")
         if (self.redis_password or self.redis_username) and not self.redis_url:
             problems.append("REDIS_USERNAME/REDIS_PASSWORD need REDIS_URL")
         for name, keys, least in (

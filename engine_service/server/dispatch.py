@@ -44,7 +44,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from engine_service import lifeline
+from engine_service import lifeline, redis_urls
 
 log = logging.getLogger("ascension.engine.dispatch")
 
@@ -143,7 +143,9 @@ class CeleryDispatcher(Dispatcher):
         from celery import Celery
 
         self.message_ttl = message_ttl
-        self.app = Celery("ascension-engine", broker=broker_url, set_as_current=False)
+        kombu_url, broker_conf = redis_urls.celery_broker(broker_url)  # (redis+sentinel://)
+        self.app = Celery("ascension-engine", broker=kombu_url, set_as_current=False)
+        self.app.conf.update(broker_conf)
         self.app.conf.broker_connection_retry_on_startup = True
         self.app.conf.task_default_queue = QUEUE
         # One thread sends: a Celery producer is not shared across threads.

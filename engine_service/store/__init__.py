@@ -38,9 +38,10 @@ def open_store(
     wait_timeout_ms: int = 1000,
     client: str = "hand",
 ) -> Store:
-    """A Redis store for a ``redis://`` (or ``rediss://``, ``unix://``) URL, else in process.
-    ``mode="cluster"``: the URL names any node of a Redis Cluster; ``client``: the Redis
-    client library (see engine_service/store/redis/connection.py)."""
+    """A Redis store for a ``redis://`` (or ``rediss://``, ``unix://``, ``redis+sentinel://``:
+    engine_service/redis_urls.py) URL, else in process. ``mode="cluster"``: the URL names any
+    node of a Redis Cluster; ``client``: the Redis client library (see
+    engine_service/store/redis/connection.py)."""
     if not redis_url:
         return MemoryStore(settings)
     from engine_service.store.redis_store import RedisStore

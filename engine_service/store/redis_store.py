@@ -1,7 +1,7 @@
 """The Redis store: every write of a game is one Lua script (atomic compare-and-set).
 
-Standalone Redis or Redis Cluster (``mode``); the key layout in ``keys.py`` puts everything one
-script touches in one slot. The commit script checks the version and commit id it builds on
+Standalone Redis (one address, or the primary Redis Sentinel names) or Redis Cluster
+(``mode``); the key layout in ``keys.py`` puts everything one script touches in one slot. The commit script checks the version and commit id it builds on
 (and the idempotency key), then writes the state, appends the update to the game's window
 (dropping the idempotency key of the version that leaves it), appends the replay log entry,
 sets or clears the pending AI move, updates the bucket's indexes and sets the game's expiry

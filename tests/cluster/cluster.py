@@ -252,6 +252,21 @@ def _wait_replicas_synced(cluster: LocalCluster, want: int, timeout: float = 30.
                 if role[0] in (b"slave", "slave") and role[3] in (b"connected", "connected"):
                     synced += 1
         if synced >= want:
+            _wait_acknowledged(cluster, deadline)
             return
         time.sleep(0.1)
     raise RuntimeError("the replicas did not finish their first sync")
+
+
+def _wait_acknowledged(cluster: LocalCluster, deadline: float) -> None:
+    """Until each primary's replica has acknowledged a write (WAIT): a replica just synced
+    takes up to a second to send its first acknowledgement, which a test's short WAIT timeout
+    would take for a lost replica."""
+    for master in cluster.masters():
+        key = next(f"warmup:{i}" for i in range(100_000) if cluster.owner_of_key(f"warmup:{i}") == master)
+        with cluster.client(master) as c:
+            c.set(key, 1)
+            while int(c.execute_command("WAIT", 1, 1000)) < 1:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the replica of {master} acknowledged nothing")
+            c.delete(key)

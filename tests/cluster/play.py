@@ -208,3 +208,19 @@ def check_watched(f: Follower, acked: list[Acked]) -> None:
     assert not wrong, f"(version, watched commit, its parent, acked commit): {wrong[:8]}; " \
         f"resumed {f.resumed}, skipped {f.skipped}"
     assert f.skipped or (f.updates[-1].over and f.updates[-1].version == acked[-1].version)
+
+
+def check_history(stub: rpc.EngineStub, player: Player) -> None:
+    """The game holds exactly the acknowledged actions, each once, in order: its replay (or,
+    if it goes on, its current version) follows the list of acknowledgements."""
+    versions = [a.version for a in player.acked]
+    assert versions == list(range(2, 2 + len(versions))), versions  # one answer per version
+    if player.over:
+        replay, _ = call(stub.GetReplay, epb.GetReplayRequest(game_id=player.game_id))
+        assert isinstance(replay, epb.Replay)
+        assert [(s.version, s.seat, s.action) for s in replay.steps] == [
+            (a.version, a.seat, a.action) for a in player.acked
+        ]
+    view = player.refresh()
+    assert view.version == 1 + len(player.acked)
+    assert view.commit_id == player.acked[-1].commit_id

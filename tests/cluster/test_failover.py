@@ -25,7 +25,7 @@ from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.store import keys
 from tests.cluster.cluster import LocalCluster
 from tests.cluster.conftest import CLUSTER_ENV
-from tests.cluster.play import CALL_TIMEOUT, Follower, Player, call, check_watched
+from tests.cluster.play import CALL_TIMEOUT, Follower, Player, call, check_history, check_watched
 from tests.service import support
 
 WAIT_ENV = {"ENGINE_REDIS_WAIT_REPLICAS": "1", "ENGINE_REDIS_WAIT_TIMEOUT_MS": "300"}
@@ -47,22 +47,6 @@ def _games_on(
         if len(on) >= n and len(off) >= elsewhere:
             return on[:n] + off[:elsewhere]
     raise AssertionError("the games did not land on the primary")
-
-
-def _check_history(stub: rpc.EngineStub, player: Player) -> None:
-    """The game holds exactly the acknowledged actions, each once, in order: its replay (or,
-    if it goes on, its current version) follows the list of acknowledgements."""
-    versions = [a.version for a in player.acked]
-    assert versions == list(range(2, 2 + len(versions))), versions  # one answer per version
-    if player.over:
-        replay, _ = call(stub.GetReplay, epb.GetReplayRequest(game_id=player.game_id))
-        assert isinstance(replay, epb.Replay)
-        assert [(s.version, s.seat, s.action) for s in replay.steps] == [
-            (a.version, a.seat, a.action) for a in player.acked
-        ]
-    view = player.refresh()
-    assert view.version == 1 + len(player.acked)
-    assert view.commit_id == player.acked[-1].commit_id
 
 
 def _restore(cluster: LocalCluster, killed: int, promoted: int) -> None:
@@ -102,7 +86,7 @@ def test_master_killed_while_games_are_played(
         assert p.done.wait(90), f"{p.game_id} did not end: {len(p.acked)} actions"
         assert p.error is None, (p.error, wait_engine.log()[-5000:])
         assert p.over
-        _check_history(stub, p)
+        check_history(stub, p)
     assert sum(p.retries for p in players[:2]) >= 1  # the primary's games did see the outage
     for f, p in zip(followers, players, strict=True):
         check_watched(f, p.acked)
@@ -140,7 +124,7 @@ def test_with_wait_an_unconfirmed_commit_is_not_acknowledged(
     p.send(req)  # the same request again: applied now (the promoted replica never had it)
     for _ in range(10):
         p.step()
-    _check_history(stub, p)
+    check_history(stub, p)
     assert support.metric(wait_engine, "ascension_store_rollbacks_detected_total") == 0
 
 
@@ -209,5 +193,5 @@ def test_without_wait_a_lost_tail_is_detected_not_built_upon(
         old = gone.get(a.version)
         same = same and old is not None and (old.seat, old.action) == (a.seat, a.action)
         assert (old is not None and a.commit_id == old.commit_id) == same, (a, old)
-    _check_history(stub, p)
+    check_history(stub, p)
     _restore(cluster, master, replica)

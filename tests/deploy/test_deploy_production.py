@@ -73,6 +73,8 @@ def test_production_example_is_what_the_issue_of_a_launch_asks_for() -> None:
     assert env["REDIS_URL"]["valueFrom"]["secretKeyRef"]["name"] == "games-redis"
     assert env["CELERY_BROKER_URL"]["valueFrom"]["secretKeyRef"]["name"] == "games-broker"
     assert env["REDIS_TLS_CA_FILE"]["value"] == "/etc/ascension/redis-tls/ca.crt"
+    # A failover loses no acknowledged move: each waits for a replica.
+    assert env["ENGINE_REDIS_WAIT_REPLICAS"]["value"] == "1"
     for component in ("engine", "worker"):
         spec = one(docs, "Deployment", component)["spec"]["template"]["spec"]
         mounts = {m["mountPath"]: m["name"] for m in spec["containers"][0]["volumeMounts"]}

@@ -77,7 +77,7 @@ def test_gives_up_with_one_line_when_told_to() -> None:
     assert proc.returncode == 1, out
     assert "Traceback" not in out
     last = out.strip().splitlines()[-1]
-    assert last.startswith("ascension-engine: the store at redis://***@127.0.0.1") and "within 2s" in last
+    assert last.startswith("ascension-engine: the store at redis://:***@127.0.0.1") and "within 2s" in last
     assert "secret" not in out
 
 

@@ -9,6 +9,9 @@ sum), each a module with one job:
     connections: routing by key over a Cluster's nodes (MOVED, ASK, TRYAGAIN, failovers), one
     deadline per round trip, retries of whole calls, commands packed by hand;
   - ``redispy.py`` (``redis-py``): redis-py's pool and command layer;
+- ``primary.py``: redis-py's client of a primary that may fail over, which both use: the one
+  Redis Sentinel names (``redis+sentinel://``), or whatever a fixed address reaches; READONLY
+  (a primary turned replica) drops the client's connections to it and is retried;
 - ``commit_args.py``: the commit script's keys and arguments, as values and packed by hand;
 - ``core.py``: what every part shares: the connection, the settings, WAIT's confirmation;
 - ``games.py``: a game's own keys: create, load, the commit, idempotency keys, replay log;

@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
-import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisClusterException, RedisError
 
+from engine_service import redis_urls
 from engine_service.store import keys
 from engine_service.store.base import Store, StoreError, StoreSettings
-from engine_service.store.redis import scripts
+from engine_service.store.redis import primary, scripts
 from engine_service.store.redis.connection import Arg, Connection
 from engine_service.store.redis.link import RETRYABLE, HandWritten
 
@@ -47,6 +47,8 @@ class RedisCore(Store):
     ) -> None:
         if mode not in ("standalone", "cluster"):
             raise ValueError(f"Redis mode must be standalone or cluster, not {mode!r}")
+        if mode == "cluster" and redis_urls.is_sentinel(url):
+            raise ValueError("a Redis Cluster is not reached through Sentinel")
         self.url = url
         self.mode = mode
         self.settings = settings or StoreSettings()
@@ -63,12 +65,13 @@ class RedisCore(Store):
         }
         # redis-py's annotations answer ``bytes | str`` everywhere; this client returns bytes.
         self.r: Any
+        self._sentinel: Any = None  # the Sentinels' client (redis+sentinel://)
         if mode == "cluster":
             from redis.asyncio.cluster import RedisCluster
 
             self.r = RedisCluster.from_url(url, max_connections=MAX_CONNECTIONS, **common)
-        else:
-            self.r = aioredis.Redis.from_url(
+        else:  # (a primary that may fail over: primary.py)
+            self.r, self._sentinel = primary.client(
                 url, health_check_interval=30, max_connections=MAX_CONNECTIONS, **common
             )
         self._conn: Connection
@@ -135,3 +138,5 @@ class RedisCore(Store):
     async def close(self) -> None:
         await self._conn.close()
         await self.r.aclose()
+        if self._sentinel is not None:
+            await self._sentinel.aclose()

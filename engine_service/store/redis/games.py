@@ -50,9 +50,12 @@ class RedisGames(RedisCore):
             NEWS_LENGTH,
         )
         news = keys.news_key(b)
-        (created,) = await self._script(self._create, (g, u, games, active, ai, news), args)
-        if not created:
+        wait = self._wait_replicas > 0  # (a game acknowledged survives a failover, as a move)
+        replies = await self._script(self._create, (g, u, games, active, ai, news), args, wait=wait)
+        if not replies[0]:
             raise ValueError(f"game {game.game_id} exists")
+        if wait:
+            self._check_replicas(replies[1], "the new game")
 
     async def load(self, game_id: str, *, fresh: bool = True) -> GameRecord | None:
         key = keys.game_keys(game_id)[0]

@@ -9,7 +9,6 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -25,7 +24,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine_service.store.base import StoreError
-from engine_service.store.redis import scripts
+from engine_service.store.redis import primary, scripts
 from engine_service.store.redis.connection import Arg, Connection
 
 T = TypeVar("T")
@@ -50,11 +49,12 @@ class RedisPy(Connection):
         self._retry_seconds = retry_seconds
         once = {**common, "retry": Retry(NoBackoff(), 0)}  # (the store retries whole calls)
         self._r: Any
+        self._sentinel: Any = None
         if cluster:
             self._r = RedisCluster.from_url(url, max_connections=_MAX_CONNECTIONS, **once)
         else:
-            self._r = aioredis.Redis.from_url(url, max_connections=_MAX_CONNECTIONS,
-                                              health_check_interval=30, **once)  # fmt: skip
+            self._r, self._sentinel = primary.client(url, max_connections=_MAX_CONNECTIONS,
+                                                     health_check_interval=30, **once)  # fmt: skip
         self._r.set_response_callback("XREAD", _raw)  # (the store reads the reply as Redis sends it)
 
     async def _retrying(self, call: Callable[[], Awaitable[T]], retry: bool = True) -> T:
@@ -116,3 +116,5 @@ class RedisPy(Connection):
 
     async def close(self) -> None:
         await self._r.aclose()
+        if self._sentinel is not None:
+            await self._sentinel.aclose()

@@ -6,7 +6,12 @@
 -- ARGV: 1 id, 2 cid, 3 state, 4 meta, 5 window entry, 6 to_move, 7 created ms, 8 ai payload,
 --       9 enqueued at, 10 idle ttl, 11 news length
 local cid = redis.call('HGET', KEYS[1], 'cid')
-if cid then return cid == ARGV[2] and 1 or 0 end
+if cid == ARGV[2] then
+  -- Written back, so that a WAIT after this script covers the first write (as commit.lua).
+  redis.call('HSET', KEYS[1], 'cid', cid)
+  return 1
+end
+if cid then return 0 end
 redis.call('HSET', KEYS[1], 'state', ARGV[3], 'version', 1, 'cid', ARGV[2], 'meta', ARGV[4],
            'over', 0, 'to_move', ARGV[6], 'updated', ARGV[7])
 redis.call('RPUSH', KEYS[2], ARGV[5])
