@@ -93,19 +93,14 @@ def unary(method: str) -> Callable[[Handler[Req, Resp]], Handler[Req, Resp]]:
             t0 = time.perf_counter()
             code = "OK"
             try:
-                if request is UNDECODABLE:
-                    raise _undecodable(method, context)
-                self.callers.gateway(context.invocation_metadata())  # (a wrong key: refused)
+                self._admit(method, request, context)
                 return await fn(self, request, context)
             except asyncio.CancelledError:
                 code = "CANCELLED"
                 raise
             except Exception as e:
-                if isinstance(e, grpc.aio.AbortError):
-                    raise
-                err = _error_of(e)
+                err = self._refusal(e)
                 code = err.code.value
-                self._count_refusal(err)
                 await _fail(context, err)
                 raise  # not reached: abort raises
             finally:
@@ -128,20 +123,15 @@ def streaming(
             t0 = time.perf_counter()
             code = "OK"
             try:
-                if request is UNDECODABLE:
-                    raise _undecodable(method, context)
-                self.callers.gateway(context.invocation_metadata())  # (a wrong key: refused)
+                self._admit(method, request, context)
                 async for item in fn(self, request, context):
                     yield item
             except asyncio.CancelledError:
                 code = "CANCELLED"
                 raise
             except Exception as e:
-                if isinstance(e, grpc.aio.AbortError):
-                    raise
-                err = _error_of(e)
+                err = self._refusal(e)
                 code = err.code.value
-                self._count_refusal(err)
                 await _fail(context, err)
             finally:
                 self.metrics.observe_rpc(method, code, t0)
@@ -177,6 +167,22 @@ class EngineService:
     def _count_refusal(self, err: ServiceError) -> None:
         if err.code is errors.Code.RESOURCE_EXHAUSTED:
             self.metrics.refused(err.reason, err.metadata.get("limit", ""))
+
+    def _admit(self, method: str, request: object, context: Any) -> None:
+        """What every method checks first: a request that decoded, and a gateway key, if the
+        call carries one, that this engine knows."""
+        if request is UNDECODABLE:
+            raise _undecodable(method, context)
+        self.callers.gateway(context.invocation_metadata())  # (a wrong key: refused)
+
+    def _refusal(self, e: Exception) -> ServiceError:
+        """The error ``e`` stands for (an abort already sent passes through), counted if it is
+        a limit's refusal."""
+        if isinstance(e, grpc.aio.AbortError):
+            raise e
+        err = _error_of(e)
+        self._count_refusal(err)
+        return err
 
     def _caller(self, context: Any) -> str:
         """Who the call counts as for the per-caller limits (callers.py): an operator by its

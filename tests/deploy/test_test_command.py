@@ -44,7 +44,9 @@ def test_tests_run_brings_every_tool_the_tests_need() -> None:
         (".ci/buf/node_modules/.bin/buf", "npm ci"),
     ):
         assert tool in script and install in script, tool
-    assert script.rstrip().endswith('exec .venv/bin/python -m pytest -q -n "${TESTS_WORKERS:-3}" "$@"')
+    assert script.rstrip().endswith(
+        'exec .venv/bin/python -m pytest -q -n "${TESTS_WORKERS:-3}" --dist loadfile "$@"'
+    )
 
 
 def test_tests_run_passes_its_arguments_to_pytest() -> None:
