@@ -59,14 +59,16 @@ class SeatConfig(_message.Message):
     def __init__(self, kind: _Optional[_Union[_game_pb2.SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot: _Optional[_Union[BotSettings, _Mapping]] = ...) -> None: ...
 
 class CreateGameRequest(_message.Message):
-    __slots__ = ("sets", "seats", "seed")
+    __slots__ = ("sets", "seats", "seed", "clock")
     SETS_FIELD_NUMBER: _ClassVar[int]
     SEATS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_FIELD_NUMBER: _ClassVar[int]
     sets: str
     seats: _containers.RepeatedCompositeFieldContainer[SeatConfig]
     seed: int
-    def __init__(self, sets: _Optional[str] = ..., seats: _Optional[_Iterable[_Union[SeatConfig, _Mapping]]] = ..., seed: _Optional[int] = ...) -> None: ...
+    clock: _game_pb2.ClockSettings
+    def __init__(self, sets: _Optional[str] = ..., seats: _Optional[_Iterable[_Union[SeatConfig, _Mapping]]] = ..., seed: _Optional[int] = ..., clock: _Optional[_Union[_game_pb2.ClockSettings, _Mapping]] = ...) -> None: ...
 
 class CreateGameResponse(_message.Message):
     __slots__ = ("game_id", "seat_tokens", "admin_token", "view")
@@ -143,14 +145,16 @@ class SubmitActionResponse(_message.Message):
     def __init__(self, update: _Optional[_Union[_game_pb2.GameUpdate, _Mapping]] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ..., replayed: _Optional[bool] = ...) -> None: ...
 
 class WatchGameRequest(_message.Message):
-    __slots__ = ("game_id", "after_version", "after_commit_id")
+    __slots__ = ("game_id", "after_version", "after_commit_id", "token")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_VERSION_FIELD_NUMBER: _ClassVar[int]
     AFTER_COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     after_version: int
     after_commit_id: str
-    def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ..., after_commit_id: _Optional[str] = ...) -> None: ...
+    token: str
+    def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ..., after_commit_id: _Optional[str] = ..., token: _Optional[str] = ...) -> None: ...
 
 class ListGamesRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "active_only")
