@@ -225,6 +225,16 @@ def ai_seat_played_by_worker(seat: int) -> ServiceError:
     )
 
 
+def time_ran_out(seat: int) -> ServiceError:
+    return refused(
+        Code.FAILED_PRECONDITION,
+        "TIME_RAN_OUT",
+        f"seat {seat}'s time ran out: the engine plays for it until its part of the turn is "
+        "over (the game's timeout policy, GameView.clock)",
+        seat=seat,
+    )
+
+
 def not_your_turn(to_move: int, what: str) -> ServiceError:
     return refused(
         Code.FAILED_PRECONDITION,

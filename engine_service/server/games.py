@@ -21,7 +21,8 @@ from engine_service import rules, telemetry
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules import actions as A
-from engine_service.server import convert, errors, fallbacks, history, tokens, validate
+from engine_service.server import clocks, convert, errors, fallbacks, history, tokens, validate
+from engine_service.server.bots import for_difficulty
 from engine_service.server.dispatch import Dispatcher, trace_attributes
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
@@ -111,24 +112,38 @@ class Games:
     @staticmethod
     def _fallbacks(rec: GameRecord) -> fallbacks.Fallbacks:
         """The AI seats' fallback moves, stored with the record's state."""
-        try:
-            return fallbacks.split(rec.state)[1]
-        except fallbacks.DamagedRecord as e:
-            raise errors.unreadable_game(rec.game_id, str(e)) from e
+        return Games._table(rec)[0]
 
     @staticmethod
-    def _may_act(token: str, meta: GameMeta, seat: int) -> None:
+    def _table(rec: GameRecord) -> tuple[fallbacks.Fallbacks, clocks.ClockRun | None]:
+        """The AI seats' fallback moves and the clocks, stored with the record's state."""
+        try:
+            _, found, run = fallbacks.split_all(rec.state)
+        except fallbacks.DamagedRecord as e:
+            raise errors.unreadable_game(rec.game_id, str(e)) from e
+        return found, run
+
+    @staticmethod
+    def _may_act(token: str, meta: GameMeta, seat: int, run: clocks.ClockRun | None) -> bool:
         """Who plays ``seat`` now: while it is an AI seat, only its worker, with the move
         credential the engine sent it (a stored token, seat's or admin's, never: whoever
-        created the game holds them); otherwise its seat token."""
+        created the game holds them); a human seat whose time ran out, only the engine (a
+        credential it minted: its forced move, or its bot's); otherwise its seat token.
+        True when the move is played for a human seat whose time ran out."""
         ai_seat = meta.is_ai(seat)
+        ran_out = (
+            not ai_seat and run is not None and run.ran_out(seat, int(time.time() * 1000))
+        )
         if tokens.is_ai_credential(token):
-            if not ai_seat:
+            if not ai_seat and not ran_out:
                 raise errors.unknown_token(
                     f"an AI move credential plays an AI seat only, and seat {seat} is not one"
                 )
         elif ai_seat:
             raise errors.ai_seat_played_by_worker(seat)
+        elif ran_out:
+            raise errors.time_ran_out(seat)
+        return ran_out
 
     def _seat(
         self, token: str, meta: GameMeta, game_id: str, version: int, *, required: bool
@@ -189,7 +204,9 @@ class Games:
         self, game_id: str, meta: GameMeta, seat: int, version: int, now: float
     ) -> dict[str, Any]:
         bot = meta.seats[seat].bot
-        assert bot is not None
+        if bot is None:  # a human seat whose time ran out, played by the clock's bot
+            assert meta.clock is not None
+            bot = for_difficulty(meta.clock.bot_difficulty, meta.seed ^ version)
         return {  # the dispatcher adds the move's credential ("token") as it sends it
             "game_id": game_id,
             "seat": seat,
@@ -215,6 +232,7 @@ class Games:
         sets = validate.sets(req.sets)
         seats = validate.seats(req)
         seed = validate.seed(req)
+        clock = validate.clock(req, seats)
         if seed is None:
             seed = secrets.randbits(63)
         try:
@@ -236,23 +254,27 @@ class Games:
             token_digests=tuple(tokens.digest(t) if t else "" for t in seat_tokens),
             admin_digest=tokens.digest(admin_token),
             created_ms=now_ms,
+            clock=clock,
         )
         commit_id = first_commit_id(game_id)
         first = history.created(game_id, state)
         first.commit_id = commit_id
+        run = None if clock is None else clocks.start(clock, state, meta.humans(), now_ms)
+        self._fill_clock(first.clock, meta, run)
         to_move = state.to_move()
         payload = self._ai_payload(game_id, meta, to_move, 1, now) if meta.is_ai(to_move) else None
         await self.store.create(
             NewGame(
                 game_id=game_id,
                 commit_id=commit_id,
-                state=rules.serialize(state),
+                state=fallbacks.join(rules.serialize(state), {}, run),
                 meta=meta.encode(),
                 update=first.SerializeToString(),
                 to_move=to_move,
                 created_ms=now_ms,
                 ai_pending=None if payload is None else encode_payload(payload),
                 enqueued_at=now,
+                clock_deadline_ms=0 if run is None else run.deadline_ms(),
             )
         )
         self.states.put(game_id, commit_id, state)
@@ -266,7 +288,13 @@ class Games:
         )
         convert.fill_game_view(resp.view, game_id, 1, state, meta, rules.SPECTATOR)
         resp.view.commit_id = commit_id
+        self._fill_clock(resp.view.clock, meta, run)
         return resp
+
+    @staticmethod
+    def _fill_clock(out: pb.ClockState, meta: GameMeta, run: clocks.ClockRun | None) -> None:
+        if meta.clock is not None and run is not None:
+            clocks.fill(out, meta.clock, run)
 
     async def view(self, game_id: str, token: str) -> pb.GameView:
         validate.game_id(game_id)
@@ -274,8 +302,10 @@ class Games:
         rec, meta = await self._load(game_id)
         seat = self._seat(token, meta, game_id, rec.version, required=False)
         state = self._state(rec)
-        v = convert.game_view(game_id, rec.version, state, meta, seat, self._fallbacks(rec))
+        found, run = self._table(rec)
+        v = convert.game_view(game_id, rec.version, state, meta, seat, found)
         v.commit_id = rec.commit_id
+        self._fill_clock(v.clock, meta, run)
         return v
 
     async def legal_actions(self, game_id: str, token: str) -> epb.ListLegalActionsResponse:
@@ -326,10 +356,10 @@ class Games:
             resp.update.game_id, resp.update.version = game_id, prior.version
         state = self._state(rec)
         viewer = self._viewer(seat, held, state.to_move())
-        convert.fill_game_view(
-            resp.view, game_id, rec.version, state, meta, viewer, None, self._fallbacks(rec)
-        )
+        found, run = self._table(rec)
+        convert.fill_game_view(resp.view, game_id, rec.version, state, meta, viewer, None, found)
         resp.view.commit_id = rec.commit_id
+        self._fill_clock(resp.view.clock, meta, run)
         return resp
 
     @staticmethod
@@ -382,8 +412,8 @@ class Games:
         self, req: epb.SubmitActionRequest, rec: GameRecord, meta: GameMeta, *, fresh: bool
     ) -> epb.SubmitActionResponse:
         seat = self._seat(req.token, meta, req.game_id, req.expected_version, required=True)
-        self._may_act(req.token, meta, seat)
-        if req.fallback_reason and not meta.is_ai(seat):
+        timed_out = self._may_act(req.token, meta, seat, self._table(rec)[1])
+        if req.fallback_reason and not meta.is_ai(seat) and not timed_out:
             raise invalid(
                 "fallback_reason",
                 f"seat {seat} is not an AI seat: only the workers playing an AI seat report "
@@ -404,7 +434,17 @@ class Games:
         state = self._state(rec)
         legal = self.states.legal_actions(rec.game_id, rec.commit_id, state)
         s = self._playable(state, seat, req.action, legal)
-        return await self._apply(req, rec, meta, seat, s, held, len(legal))
+        timeout = self._timeout_reason(meta, req.fallback_reason) if timed_out else ""
+        return await self._apply(req, rec, meta, seat, s, held, len(legal), timeout)
+
+    @staticmethod
+    def _timeout_reason(meta: GameMeta, fallback_reason: str = "") -> str:
+        """What a move played for a seat whose time ran out is marked with (who, why)."""
+        assert meta.clock is not None
+        if meta.clock.policy == clocks.BOT:
+            why = f"time ran out: played by the {meta.clock.bot_difficulty} bot"
+            return f"{why} ({fallback_reason})" if fallback_reason else why
+        return "time ran out: the engine played the seat's default"
 
     @staticmethod
     def _fingerprint(seat: int, req: epb.SubmitActionRequest) -> bytes:
@@ -438,11 +478,13 @@ class Games:
         s: rules.State,
         held: tuple[int, ...],
         choices: int,
+        timeout: str = "",
     ) -> epb.SubmitActionResponse:
         """Play ``req.action`` on ``s`` (the record's state, checked playable) and write the
         result if the game is still at the record's version and commit id; answer with the
         view of ``seat``, or of the seat to move if it is ``held`` too (``choices``: how many
-        legal actions the seat had)."""
+        legal actions the seat had; ``timeout``: why the move was played for a seat whose
+        time ran out)."""
         game_id, key, action = req.game_id, req.idempotency_key, req.action
         fingerprint = self._fingerprint(seat, req)
         version = rec.version + 1
@@ -453,18 +495,31 @@ class Games:
         upd.commit_id = commit_id
         upd.parent_commit_id = rec.commit_id
         now = time.time()
+        now_ms = int(now * 1000)
         nxt = s.to_move()
         payload = self._ai_payload(game_id, meta, nxt, version, now) if meta.is_ai(nxt) else None
-        seats_fallbacks = self._fallbacks(rec)
-        if req.fallback_reason:
+        seats_fallbacks, run = self._table(rec)
+        if req.fallback_reason and not timeout:
             seats_fallbacks = fallbacks.add(seats_fallbacks, seat, version, req.fallback_reason)
+        deadline = 0
+        if meta.clock is not None and run is not None:
+            run = clocks.advance(
+                meta.clock, run, s, meta.humans(), now_ms, version, timed_out=bool(timeout)
+            )
+            upd.timeout = timeout
+            if run.ran_out(nxt, now_ms) and meta.clock.policy == clocks.BOT:
+                # out of time for the rest of its turn: the bot goes on with it
+                payload = self._ai_payload(game_id, meta, nxt, version, now)
+            else:
+                deadline = run.deadline_ms()
+            clocks.fill(upd.clock, meta.clock, run)
         res = await self.store.commit(
             Commit(
                 game_id=game_id,
                 expected_version=rec.version,
                 expected_commit_id=rec.commit_id,
                 commit_id=commit_id,
-                state=fallbacks.join(rules.serialize(s), seats_fallbacks),
+                state=fallbacks.join(rules.serialize(s), seats_fallbacks, run),
                 update=upd.SerializeToString(),
                 seat=seat,
                 action=action,
@@ -475,6 +530,7 @@ class Games:
                 updated_ms=int(now * 1000),
                 ai_pending=None if payload is None else encode_payload(payload),
                 enqueued_at=now,
+                clock_deadline_ms=deadline,
             )
         )
         if res.status is CommitStatus.MISSING:
@@ -499,8 +555,63 @@ class Games:
             convert.fill_game_view(
                 resp.view, game_id, version, s, meta, viewer, legal, seats_fallbacks
             )
+            self._fill_clock(resp.view.clock, meta, run)
         resp.view.commit_id = commit_id
         return resp
+
+    async def time_out(self, game_id: str) -> int:
+        """Play what the game's policy says for its seat to move if that seat's time ran out
+        (the sweeper calls it for each game whose deadline passed): its forced moves until
+        its part of the turn is over, or its bot's move, dispatched. Each forced move is a
+        commit on the version read, and the bot's hand-over a compare-and-set on it too, so
+        however many replicas try, it happens once. Returns how many moves were played or
+        dispatched (0: the game moved on, or its time had not run out by this clock)."""
+        done = 0
+        while True:
+            rec = await self.store.load(game_id)
+            if rec is None:  # (gone: its index entry left with it, or soon will)
+                return done
+            meta = self._meta(rec)
+            run = self._table(rec)[1]
+            now = time.time()
+            if meta.clock is None or run is None or rec.over:
+                return done
+            seat = run.seat
+            if not run.ran_out(seat, int(now * 1000)):
+                return done
+            if meta.clock.policy == clocks.BOT:
+                payload = self._ai_payload(game_id, meta, seat, rec.version, now)
+                claimed = await self.store.claim_clock_bot(
+                    game_id, rec.version, rec.commit_id, encode_payload(payload), now
+                )
+                if claimed:
+                    self.metrics.clock_timeouts.labels(clocks.BOT).inc()
+                    log.info("game %s: seat %d's time ran out: its bot plays", game_id, seat)
+                    await self._dispatch(payload)
+                return done + int(claimed)
+            state = self._state(rec)
+            legal = self.states.legal_actions(game_id, rec.commit_id, state)
+            action = clocks.forced_move(state, legal)
+            req = epb.SubmitActionRequest(
+                game_id=game_id,
+                expected_version=rec.version,
+                expected_commit_id=rec.commit_id,
+                action=action,
+                view_detail=epb.VIEW_DETAIL_LEGAL_ACTIONS,
+            )
+            s = self._playable(state, seat, action, legal)
+            try:
+                await self._apply(
+                    req, rec, meta, seat, s, (), len(legal), self._timeout_reason(meta)
+                )
+            except ServiceError as e:
+                if e.code is Code.ABORTED:
+                    return done  # another replica (or the player, in time) got there first
+                raise
+            if run.turn_left[seat] + run.bank[seat] > 0:  # (the first of a stretch)
+                self.metrics.clock_timeouts.labels(clocks.FORCED_MOVE).inc()
+                log.info("game %s: seat %d's time ran out: its default is played", game_id, seat)
+            done += 1
 
     async def watch(
         self,

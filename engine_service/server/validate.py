@@ -9,6 +9,7 @@ from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules.config import SET_CHOICES
 from engine_service.server.bots import DIFFICULTIES, BotConfig, check_bot, for_difficulty
+from engine_service.server.clocks import BOT, DEFAULT_BOT, POLICIES, ClockSettings
 from engine_service.server.errors import invalid
 from engine_service.server.fallbacks import MAX_REASON
 from engine_service.server.ids import valid_game_id
@@ -98,6 +99,48 @@ def seed(req: epb.CreateGameRequest) -> int | None:
     if req.seed >= 2**63:
         raise invalid("seed", f"must be below 2**63, got {req.seed}")
     return req.seed
+
+
+MAX_TURN_SECONDS = 86_400
+MAX_BANK_SECONDS = 10 * 86_400
+
+
+def clock(req: epb.CreateGameRequest, seats: tuple[Seat, ...]) -> ClockSettings | None:
+    """The clocks asked for (None: the game has none)."""
+    if not req.HasField("clock"):
+        return None
+    c = req.clock
+    for name, value, most in (
+        ("turn_seconds", c.turn_seconds, MAX_TURN_SECONDS),
+        ("bank_seconds", c.bank_seconds, MAX_BANK_SECONDS),
+        ("increment_seconds", c.increment_seconds, MAX_TURN_SECONDS),
+    ):
+        if not 0 <= value <= most:
+            raise invalid(f"clock.{name}", f"must be 0..{most} seconds, got {value}")
+    if c.turn_seconds == 0 and c.bank_seconds == 0 and c.increment_seconds == 0:
+        raise invalid(
+            "clock", "set turn_seconds, bank_seconds or increment_seconds (or leave clock unset)"
+        )
+    if c.on_timeout not in POLICIES:
+        raise invalid("clock.on_timeout", f"unknown policy {c.on_timeout}")
+    policy = POLICIES[c.on_timeout]
+    level = c.bot_difficulty.strip().lower()
+    if policy != BOT and level:
+        raise invalid("clock.bot_difficulty", "is for on_timeout TIMEOUT_POLICY_BOT only")
+    if level and level not in DIFFICULTIES:
+        raise invalid(
+            "clock.bot_difficulty",
+            f"unknown difficulty {c.bot_difficulty[:40]!r}; one of {', '.join(DIFFICULTIES)}",
+        )
+    if all(s.kind == AI for s in seats):
+        raise invalid("clock", "clocks are for human seats, and this game has none")
+    return ClockSettings(
+        turn_ms=c.turn_seconds * 1000,
+        bank_ms=c.bank_seconds * 1000,
+        increment_ms=c.increment_seconds * 1000,
+        policy=policy,
+        bot_difficulty=(level or DEFAULT_BOT) if policy == BOT else "",
+    )
 
 
 def submit(req: epb.SubmitActionRequest) -> None:

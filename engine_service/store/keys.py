@@ -30,6 +30,8 @@ and the bucket's indexes and news::
     asc:{B}:active  sorted set: ids of unfinished games by last update (unix ms: of the move
                     that last renewed the game's lease, plus its margin; see the commit script)
     asc:{B}:ai      sorted set: ids of games waiting for an AI move, by when the wait began
+    asc:{B}:clock   sorted set: ids of games whose seat to move has a clock, by when its time
+                    runs out (unix ms)
     asc:{B}:news    stream (trimmed to a few hundred entries): field g = the id of a game that
                     has a new version; what watchers of the bucket's games block on
     asc:{B}:mark    string: a random id set once (``mark_key``); a watch reader that finds
@@ -82,6 +84,14 @@ _INDEX_KEYS = tuple((f"{t}:games", f"{t}:active", f"{t}:ai") for t in _TAGS)
 
 def news_key(bucket: int) -> str:
     return _NEWS_KEYS[bucket]
+
+
+_CLOCK_KEYS = tuple(f"{t}:clock" for t in _TAGS)
+
+
+def clock_key(bucket: int) -> str:
+    """The bucket's clock index: games by when their running clock runs out."""
+    return _CLOCK_KEYS[bucket]
 
 
 def mark_key(bucket: int) -> str:

@@ -82,6 +82,14 @@ class StoreWrapper(Store):
     async def oldest_ai_wait_start(self) -> float | None:
         return await self.inner.oldest_ai_wait_start()
 
+    async def due_clocks(self, now_ms: int, limit: int) -> list[str]:
+        return await self.inner.due_clocks(now_ms, limit)
+
+    async def claim_clock_bot(
+        self, game_id: str, version: int, commit_id: str, payload: bytes, enqueued_at: float
+    ) -> bool:
+        return await self.inner.claim_clock_bot(game_id, version, commit_id, payload, enqueued_at)
+
     async def active_games(self) -> int:
         return await self.inner.active_games()
 
