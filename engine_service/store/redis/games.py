@@ -185,8 +185,12 @@ class RedisGames(RedisCore):
         b = keys.bucket_of(game_id)
         (existed,) = await self._script(
             self._delete,
-            (*keys.game_keys(game_id), *keys.index_keys(b), keys.reviews_key(game_id),
-             keys.clock_key(b)),  # fmt: skip
+            (
+                *keys.game_keys(game_id),
+                *keys.index_keys(b),
+                keys.reviews_key(game_id),
+                keys.clock_key(b),
+            ),
             (game_id,),
         )
         return bool(existed)
