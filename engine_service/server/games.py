@@ -9,9 +9,11 @@ again after a fresh load, so every answer is the one a fresh read gives.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
+from asyncio import FIRST_COMPLETED
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -29,6 +31,7 @@ from engine_service.server.ids import new_game_id
 from engine_service.server.limits import LogLimiter
 from engine_service.server.meta import AI, GameMeta, MetaCache, UnreadableMeta
 from engine_service.server.metrics import Metrics
+from engine_service.server.presence import Presence
 from engine_service.server.state_cache import StateCache
 from engine_service.server.sweeper import encode_payload
 from engine_service.server.watch import WatchHub
@@ -82,6 +85,7 @@ class Games:
         self.states = StateCache()
         self.hub = hub or WatchHub(store, metrics)
         self.losses = self.hub.losses
+        self.presence = Presence(store)
 
     # ---- helpers ------------------------------------------------------------------------
 
@@ -306,6 +310,9 @@ class Games:
         v = convert.game_view(game_id, rec.version, state, meta, seat, found)
         v.commit_id = rec.commit_id
         self._fill_clock(v.clock, meta, run)
+        for i in await self.presence.present(game_id):
+            if 0 <= i < len(v.seat_info) and not meta.is_ai(i):
+                v.seat_info[i].present = True
         return v
 
     async def legal_actions(self, game_id: str, token: str) -> epb.ListLegalActionsResponse:
@@ -620,12 +627,53 @@ class Games:
         after_commit_id: str,
         peer: str,
         active: Callable[[], bool],
+        token: str = "",
+        with_presence: bool = False,
     ) -> AsyncIterator[bytes]:
-        """Serialized updates (``GameUpdate``) after ``after_version``: see ``WatchHub``."""
+        """Serialized updates (``GameUpdate``) after ``after_version`` (see ``WatchHub``), and
+        ``with_presence``, an update of who is here (``presence_only``) at the start and at
+        each change; with a seat ``token``, that seat is here while the stream is open."""
         validate.game_id(game_id)
+        validate.token(token)
         last = validate.after_version(after_version)
-        async for u in self.hub.watch(game_id, last, after_commit_id, peer, active):
-            yield u.update
+        seat = rules.SPECTATOR
+        if token and not tokens.is_ai_credential(token):
+            _, meta = await self._load(game_id)
+            seat = self._seat(token, meta, game_id, 0, required=False)
+        updates = aiter(self.hub.watch(game_id, last, after_commit_id, peer, active))
+        if seat == rules.SPECTATOR and not with_presence:  # (the stream as it always was)
+            async for plain in updates:
+                yield plain.update
+            return
+        async with self.presence.attend(game_id, seat) as here:
+            next_update: asyncio.Task[Any] | None = None
+            next_here: asyncio.Task[tuple[int, ...]] | None = None
+            try:
+                while True:
+                    next_update = next_update or asyncio.ensure_future(anext(updates))
+                    next_here = next_here or asyncio.ensure_future(here.get())
+                    await asyncio.wait((next_update, next_here), return_when=FIRST_COMPLETED)
+                    if next_here.done():
+                        here_now = pb.GameUpdate(game_id=game_id, version=last, presence_only=True)
+                        here_now.present_seats.extend(next_here.result())
+                        next_here = None
+                        if with_presence:
+                            yield here_now.SerializeToString()
+                    if next_update.done():
+                        try:
+                            stored = next_update.result()
+                        except StopAsyncIteration:
+                            return
+                        next_update = None
+                        last = stored.version
+                        yield stored.update
+            finally:
+                pending = [t for t in (next_update, next_here) if t is not None and not t.done()]
+                for t in pending:
+                    t.cancel()
+                # (the generator cannot be closed while a task still runs its next step)
+                await asyncio.gather(*pending, return_exceptions=True)
+                await updates.aclose()  # type: ignore[attr-defined]
 
     async def list_games(self, req: epb.ListGamesRequest) -> epb.ListGamesResponse:
         size = validate.page_size(req.page_size)

@@ -392,6 +392,10 @@ class Reviews:
         found = await asyncio.to_thread(decisions, meta, entries[: rec.version - 1], seat, final)
         if found is None:
             raise errors.unreadable_game(req.game_id, "its log does not replay to its stored state")
+        run = self.games._table(rec)[1]
+        if run is not None and run.timed_out:  # moves played for a seat out of time: not its
+            played_for = set(run.timed_out)
+            found = [d for d in found if d.version + 1 not in played_for]
         names = [field_name(seat, d.version) for d in found]
         kept = await self.store.get(req.game_id, names)
         done = [_stored(kept.get(n), budget) for n in names]

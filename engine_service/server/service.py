@@ -273,6 +273,8 @@ class EngineService:
             request.after_commit_id,
             self._caller(context),
             active,
+            request.token,
+            request.with_presence,
         )
         async for raw in updates:
             yield raw

@@ -311,6 +311,20 @@ class Store(abc.ABC):
     async def active_games(self) -> int: ...
 
     @abc.abstractmethod
+    async def presence(
+        self,
+        game_id: str,
+        holder: str,
+        held: Sequence[int],
+        let_go: Sequence[int],
+        now_ms: int,
+        ttl_ms: int,
+    ) -> set[int]:
+        """Who is here: mark the seats ``held`` present on behalf of ``holder`` (a replica
+        with a watch stream of each open) until ``ttl_ms`` from ``now_ms`` unless renewed,
+        and ``let_go`` no longer; returns the seats some holder keeps present."""
+
+    @abc.abstractmethod
     async def put_reply(self, game_id: str, key: str, data: bytes, ttl_seconds: float) -> None:
         """Leave ``data`` for whichever replica waits for ``key`` (an analysis's answer that
         reached another replica than the one waiting); it expires after ``ttl_seconds``."""

@@ -21,6 +21,8 @@ Keys of game ``G`` in bucket ``B`` (two digits)::
     asc:{B}:r:G:K   string: a reply left for the replica waiting for K (an analysis), short TTL
     asc:{B}:v:G     hash: the game's reviews, "<seat>:<version>" -> a rated decision, as long
                     as the game (``engine_service/store/reviews``)
+    asc:{B}:p:G     sorted set: the game's present seats, "<seat>:<replica>" by when each
+                    lapses unless its replica renews it (``presence_key``)
     asc:{B}:x:G:L   string: the claim of loss L of the game by the replica that counted it
                     (``claim_loss_key``), about a day
 
@@ -71,6 +73,11 @@ def game_keys(game_id: str) -> tuple[str, str, str, str]:
     """record, window, log, idempotency keys."""
     t = tag(bucket_of(game_id))
     return f"{t}:g:{game_id}", f"{t}:w:{game_id}", f"{t}:l:{game_id}", f"{t}:i:{game_id}"
+
+
+def presence_key(game_id: str) -> str:
+    """Who is here in the game (the engine's presence.py), in the game's bucket."""
+    return f"{tag(bucket_of(game_id))}:p:{game_id}"
 
 
 def reviews_key(game_id: str) -> str:

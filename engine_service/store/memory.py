@@ -11,7 +11,7 @@ import asyncio
 import collections
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,7 @@ class MemoryStore(Store):
         self._changed = asyncio.Event()  # set (and replaced) on every change
         self._replies: dict[tuple[str, str], tuple[bytes, float]] = {}  # -> (data, expires at)
         self._claims: dict[tuple[str, str], float] = {}  # (game, loss) -> expires at
+        self._here: dict[str, dict[tuple[int, str], int]] = {}  # game -> (seat, holder) -> ms
 
     def _get(self, game_id: str) -> _Game | None:
         g = self._games.get(game_id)
@@ -267,6 +268,27 @@ class MemoryStore(Store):
         with self._lock:
             starts = [p.first_enqueued for p in self._pending()]
             return min(starts) if starts else None
+
+    async def presence(
+        self,
+        game_id: str,
+        holder: str,
+        held: Sequence[int],
+        let_go: Sequence[int],
+        now_ms: int,
+        ttl_ms: int,
+    ) -> set[int]:
+        with self._lock:
+            here = {k: t for k, t in self._here.get(game_id, {}).items() if t > now_ms}
+            for seat in let_go:
+                here.pop((seat, holder), None)
+            for seat in held:
+                here[(seat, holder)] = now_ms + ttl_ms
+            if here:
+                self._here[game_id] = here
+            else:
+                self._here.pop(game_id, None)
+            return {seat for seat, _ in here}
 
     async def due_clocks(self, now_ms: int, limit: int) -> list[str]:
         with self._lock:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from redis.exceptions import RedisClusterException, RedisError
@@ -29,6 +29,7 @@ class RedisIndex(RedisCore):
     _claim = scripts.CLAIM
     _claim_loss = scripts.CLAIM_LOSS
     _claim_clock = scripts.CLAIM_CLOCK
+    _presence = scripts.PRESENCE
 
     async def _each_bucket(self, command: Callable[[Any, int], None]) -> list[Any]:
         """One command per bucket, pipelined (a Cluster pipeline sends each node its own)."""
@@ -127,6 +128,20 @@ class RedisIndex(RedisCore):
         )
         starts = [float(f[0][1]) for f in firsts if f]
         return min(starts) if starts else None
+
+    async def presence(
+        self,
+        game_id: str,
+        holder: str,
+        held: Sequence[int],
+        let_go: Sequence[int],
+        now_ms: int,
+        ttl_ms: int,
+    ) -> set[int]:
+        args = (now_ms, now_ms + ttl_ms, ttl_ms, holder, ",".join(map(str, held)),
+                ",".join(map(str, let_go)))  # fmt: skip
+        (members,) = await self._script(self._presence, (keys.presence_key(game_id),), args)
+        return {int(m.split(b":", 1)[0]) for m in members}
 
     async def due_clocks(self, now_ms: int, limit: int) -> list[str]:
         per_bucket = await self._guard(

@@ -145,16 +145,18 @@ class SubmitActionResponse(_message.Message):
     def __init__(self, update: _Optional[_Union[_game_pb2.GameUpdate, _Mapping]] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ..., replayed: _Optional[bool] = ...) -> None: ...
 
 class WatchGameRequest(_message.Message):
-    __slots__ = ("game_id", "after_version", "after_commit_id", "token")
+    __slots__ = ("game_id", "after_version", "after_commit_id", "token", "with_presence")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_VERSION_FIELD_NUMBER: _ClassVar[int]
     AFTER_COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
+    WITH_PRESENCE_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     after_version: int
     after_commit_id: str
     token: str
-    def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ..., after_commit_id: _Optional[str] = ..., token: _Optional[str] = ...) -> None: ...
+    with_presence: bool
+    def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ..., after_commit_id: _Optional[str] = ..., token: _Optional[str] = ..., with_presence: _Optional[bool] = ...) -> None: ...
 
 class ListGamesRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "active_only")
