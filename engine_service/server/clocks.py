@@ -13,12 +13,17 @@ allowance comes out of the bank, which gains ``increment_ms`` after each of the 
 The allowance is per turn, not per answer: a seat answering several choices during another
 seat's turn spends one allowance. A seat whose time is out stays out for the rest of that
 turn (the forced moves or the bot go on until its part of the turn is over).
+
+When every human seat's time has run out ``ABANDONED`` times in a row without a move of its
+own, the table is empty: the clocks stop (no deadline), so that nobody's game is played on by
+the engine for ever; the game then waits, and expires as a game without clocks does, unless
+a player comes back and moves (the clocks go on from there).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from engine_service import rules
@@ -30,6 +35,7 @@ POLICIES = {pb.TIMEOUT_POLICY_UNSPECIFIED: FORCED_MOVE, pb.TIMEOUT_POLICY_FORCED
             pb.TIMEOUT_POLICY_BOT: BOT}  # fmt: skip
 _POLICY_IDS = {FORCED_MOVE: pb.TIMEOUT_POLICY_FORCED_MOVE, BOT: pb.TIMEOUT_POLICY_BOT}
 DEFAULT_BOT = "normal"
+ABANDONED = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +70,10 @@ class ClockRun:
     bank: tuple[int, ...]  # each seat's bank, the running seat's as at ``started_ms``
     timeouts: tuple[int, ...]  # how many times each seat's time ran out
     timed_out: tuple[int, ...]  # versions made by moves no player chose (time had run out)
+    away: tuple[int, ...] = ()  # each seat's timeouts since its last own move
+
+    def seats_away(self, seat: int) -> int:
+        return self.away[seat] if seat < len(self.away) else 0
 
     def deadline_ms(self) -> int:
         """When the running seat's time runs out; 0 when no clock runs."""
@@ -77,15 +87,17 @@ class ClockRun:
 
     def as_payload(self) -> list[Any]:
         return [self.seat, self.started_ms, list(self.turn), list(self.turn_left),
-                list(self.bank), list(self.timeouts), list(self.timed_out)]  # fmt: skip
+                list(self.bank), list(self.timeouts), list(self.timed_out),
+                list(self.away)]  # fmt: skip
 
     @staticmethod
     def from_payload(p: list[Any]) -> ClockRun:
-        seat, started, turn, left, bank, timeouts, timed_out = p
+        seat, started, turn, left, bank, timeouts, timed_out, away = p
         return ClockRun(
             int(seat), int(started), (int(turn[0]), int(turn[1])),
             tuple(int(x) for x in left), tuple(int(x) for x in bank),
             tuple(int(x) for x in timeouts), tuple(int(x) for x in timed_out),
+            tuple(int(x) for x in away),
         )  # fmt: skip
 
 
@@ -105,6 +117,7 @@ def start(c: ClockSettings, s: rules.State, human: Sequence[bool], now_ms: int) 
         bank=tuple(c.bank_ms if h else 0 for h in human),
         timeouts=(0,) * n,
         timed_out=(),
+        away=(0,) * n,
     )
 
 
@@ -115,12 +128,14 @@ def advance(
     human: Sequence[bool],
     now_ms: int,
     version: int,
+    actor: int,
     *,
     timed_out: bool,
 ) -> ClockRun:
-    """The clocks after ``version`` was made at ``now_ms`` (``s``: the state it made;
-    ``timed_out``: the move was played for a seat whose time had run out)."""
+    """The clocks after ``actor``'s move made ``version`` at ``now_ms`` (``s``: the state it
+    made; ``timed_out``: the move was played for the seat, its time having run out)."""
     left, bank, timeouts = list(run.turn_left), list(run.bank), list(run.timeouts)
+    away = [run.seats_away(i) for i in range(len(human))]
     q = run.seat
     if q >= 0:
         spent = max(0, now_ms - run.started_ms)
@@ -130,26 +145,26 @@ def advance(
         bank[q] = max(0, bank[q] - (spent - from_turn))
         if timed_out and had > 0:  # (the first forced move of a stretch counts the timeout)
             timeouts[q] += 1
+            away[q] += 1
+    if not timed_out and 0 <= actor < len(away):
+        away[actor] = 0  # (a move of its own: the seat is here)
     turn = (s.turn, s.active)
     if turn != run.turn:  # a turn ended: its seat's increment, everyone's new allowance
         ended = run.turn[1]
         if 0 <= ended < len(bank) and human[ended]:
             bank[ended] += c.increment_ms
         left = [c.turn_ms] * len(left)
+    empty = all(a >= ABANDONED for a, h in zip(away, human, strict=True) if h)
     return ClockRun(
-        seat=_running(s, human),
+        seat=-1 if empty else _running(s, human),
         started_ms=now_ms,
         turn=turn,
         turn_left=tuple(left),
         bank=tuple(bank),
         timeouts=tuple(timeouts),
         timed_out=(*run.timed_out, version) if timed_out else run.timed_out,
+        away=tuple(away),
     )
-
-
-def stopped(run: ClockRun) -> ClockRun:
-    """``run`` with no clock running (the game is over)."""
-    return replace(run, seat=-1)
 
 
 def fill(out: pb.ClockState, c: ClockSettings, run: ClockRun) -> None:

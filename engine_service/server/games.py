@@ -511,7 +511,7 @@ class Games:
         deadline = 0
         if meta.clock is not None and run is not None:
             run = clocks.advance(
-                meta.clock, run, s, meta.humans(), now_ms, version, timed_out=bool(timeout)
+                meta.clock, run, s, meta.humans(), now_ms, version, seat, timed_out=bool(timeout)
             )
             upd.timeout = timeout
             if run.ran_out(nxt, now_ms) and meta.clock.policy == clocks.BOT:
