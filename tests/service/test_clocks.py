@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-import grpc
+import grpc  # type: ignore[import-untyped]
 import pytest
 
 from engine_service import rules
@@ -79,9 +79,10 @@ A_END_TURN = rules.actions.END_TURN << 16
 # ---- the service ------------------------------------------------------------------------
 
 
-def _create(stub: rpc.EngineStub, policy: int, turn: int = 1, **clock: int | str) -> epb.CreateGameResponse:
-    req = epb.CreateGameRequest(sets="ss", seats=support.human_seats(2),
-                                clock=pb.ClockSettings(turn_seconds=turn, on_timeout=policy, **clock))  # fmt: skip
+def _create(stub: rpc.EngineStub, policy: pb.TimeoutPolicy, turn: int = 1,
+            bot_difficulty: str = "") -> epb.CreateGameResponse:  # fmt: skip
+    clock = pb.ClockSettings(turn_seconds=turn, on_timeout=policy, bot_difficulty=bot_difficulty)
+    req = epb.CreateGameRequest(sets="ss", seats=support.human_seats(2), clock=clock)
     resp: epb.CreateGameResponse = stub.CreateGame(req, timeout=support.CALL_TIMEOUT)
     return resp
 
@@ -233,7 +234,7 @@ def test_an_engine_restart_keeps_the_deadline(redis_url: str) -> None:
         (pb.ClockSettings(), "clock"),
         (pb.ClockSettings(turn_seconds=-1), "clock.turn_seconds"),
         (pb.ClockSettings(bank_seconds=10**7), "clock.bank_seconds"),
-        (pb.ClockSettings(turn_seconds=5, on_timeout=9), "clock.on_timeout"),
+        (pb.ClockSettings(turn_seconds=5, on_timeout=9), "clock.on_timeout"),  # type: ignore[arg-type]
         (pb.ClockSettings(turn_seconds=5, bot_difficulty="easy"), "clock.bot_difficulty"),
         (pb.ClockSettings(turn_seconds=5, on_timeout=BOT, bot_difficulty="godlike"), "clock.bot_difficulty"),
     ],

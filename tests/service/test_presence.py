@@ -8,7 +8,7 @@ import queue
 import threading
 from collections.abc import Iterator
 
-import grpc
+import grpc  # type: ignore[import-untyped]
 import pytest
 
 from engine_service.api.ascension.v1 import engine_pb2 as epb
@@ -39,7 +39,7 @@ class Stream:
 
     def until(self, seats: tuple[int, ...], timeout: float = 30.0) -> None:
         """Wait for a presence update naming exactly ``seats``."""
-        seen = []
+        seen: list[tuple[int, ...]] = []
         while True:
             try:
                 got = self.here.get(timeout=timeout)
