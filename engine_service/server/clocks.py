@@ -23,7 +23,7 @@ a player comes back and moves (the clocks go on from there).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine_service import rules
@@ -165,6 +165,16 @@ def advance(
         timed_out=(*run.timed_out, version) if timed_out else run.timed_out,
         away=tuple(away),
     )
+
+
+def seated(c: ClockSettings, run: ClockRun, seat: int) -> ClockRun:
+    """``run`` with a new player at ``seat``: a whole allowance and the starting bank."""
+    def put(values: tuple[int, ...], value: int) -> tuple[int, ...]:
+        return (*values[:seat], value, *values[seat + 1 :])
+
+    away = run.away or (0,) * len(run.bank)
+    return replace(run, turn_left=put(run.turn_left, c.turn_ms), bank=put(run.bank, c.bank_ms),
+                   away=put(away, 0))  # fmt: skip
 
 
 def fill(out: pb.ClockState, c: ClockSettings, run: ClockRun) -> None:

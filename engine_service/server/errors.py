@@ -225,6 +225,15 @@ def ai_seat_played_by_worker(seat: int) -> ServiceError:
     )
 
 
+def seat_resigned(seat: int) -> ServiceError:
+    return refused(
+        Code.FAILED_PRECONDITION,
+        "SEAT_RESIGNED",
+        f"seat {seat} resigned: it is out of the game (the engine plays its default)",
+        seat=seat,
+    )
+
+
 def time_ran_out(seat: int) -> ServiceError:
     return refused(
         Code.FAILED_PRECONDITION,

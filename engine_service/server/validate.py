@@ -50,47 +50,46 @@ def sets(value: str) -> str:
 def seats(req: epb.CreateGameRequest) -> tuple[Seat, ...]:
     if len(req.seats) < 2 or len(req.seats) > MAX_SEATS:
         raise invalid("seats", f"2 to {MAX_SEATS} seats are needed, got {len(req.seats)}")
-    out = []
-    for i, s in enumerate(req.seats):
-        where = f"seats[{i}]"
-        if s.kind not in (pb.SeatInfo.KIND_UNSPECIFIED, pb.SeatInfo.HUMAN, pb.SeatInfo.AI):
-            raise invalid(f"{where}.kind", f"unknown seat kind {s.kind}")
-        bad_name = names.problem(s.name) if s.name else None
-        if bad_name:
-            raise invalid(f"{where}.name", bad_name)
-        name = s.name or f"Seat {i + 1}"
-        if s.kind == pb.SeatInfo.AI:
-            if not s.HasField("bot"):
-                raise invalid(f"{where}.bot", "an AI seat needs bot settings")
-            b = s.bot
-            if b.difficulty:
-                if b.name or b.iterations or b.time_ms:
-                    raise invalid(
-                        f"{where}.bot.difficulty",
-                        "a difficulty sets the bot and its budget: leave name, iterations and "
-                        "time_ms unset",
-                    )
-                if b.difficulty.strip().lower() not in DIFFICULTIES:
-                    raise invalid(
-                        f"{where}.bot.difficulty",
-                        f"unknown difficulty {b.difficulty[:40]!r}; "
-                        f"one of: {', '.join(DIFFICULTIES)}",
-                    )
-                bot = for_difficulty(b.difficulty, b.seed, b.exploration)
-            else:
-                bot = BotConfig(b.name, b.iterations, b.time_ms, b.seed, b.exploration)
-            problems = check_bot(bot)
-            if problems:
-                field, problem = problems[0]
-                raise invalid(f"{where}.bot.{field}", problem)
-            if math.isnan(bot.exploration):
-                raise invalid(f"{where}.bot.exploration", "must be a number")
-            out.append(Seat(AI, name, bot))
-        else:
-            if s.HasField("bot"):
-                raise invalid(f"{where}.bot", "only AI seats have bot settings")
-            out.append(Seat(HUMAN, name, None))
-    return tuple(out)
+    return tuple(seat(s, f"seats[{i}]", f"Seat {i + 1}") for i, s in enumerate(req.seats))
+
+
+def seat(s: epb.SeatConfig, where: str, default_name: str) -> Seat:
+    """Who plays a seat (``where``: the field, for errors; ``default_name``: without one)."""
+    if s.kind not in (pb.SeatInfo.KIND_UNSPECIFIED, pb.SeatInfo.HUMAN, pb.SeatInfo.AI):
+        raise invalid(f"{where}.kind", f"unknown seat kind {s.kind}")
+    bad_name = names.problem(s.name) if s.name else None
+    if bad_name:
+        raise invalid(f"{where}.name", bad_name)
+    name = s.name or default_name
+    if s.kind != pb.SeatInfo.AI:
+        if s.HasField("bot"):
+            raise invalid(f"{where}.bot", "only AI seats have bot settings")
+        return Seat(HUMAN, name, None)
+    if not s.HasField("bot"):
+        raise invalid(f"{where}.bot", "an AI seat needs bot settings")
+    b = s.bot
+    if b.difficulty:
+        if b.name or b.iterations or b.time_ms:
+            raise invalid(
+                f"{where}.bot.difficulty",
+                "a difficulty sets the bot and its budget: leave name, iterations and "
+                "time_ms unset",
+            )
+        if b.difficulty.strip().lower() not in DIFFICULTIES:
+            raise invalid(
+                f"{where}.bot.difficulty",
+                f"unknown difficulty {b.difficulty[:40]!r}; one of: {', '.join(DIFFICULTIES)}",
+            )
+        bot = for_difficulty(b.difficulty, b.seed, b.exploration)
+    else:
+        bot = BotConfig(b.name, b.iterations, b.time_ms, b.seed, b.exploration)
+    problems = check_bot(bot)
+    if problems:
+        field, problem = problems[0]
+        raise invalid(f"{where}.bot.{field}", problem)
+    if math.isnan(bot.exploration):
+        raise invalid(f"{where}.bot.exploration", "must be a number")
+    return Seat(AI, name, bot)
 
 
 def seed(req: epb.CreateGameRequest) -> int | None:

@@ -200,6 +200,18 @@ def _claim_clock(g: Game) -> None:
     assert _run(g.r, scripts.CLAIM_CLOCK, ks, g.gid, 1, g.cid1, b"p", "7.5") == 0  # once
 
 
+def _presence(g: Game) -> None:
+    here = keys.presence_key(g.gid)
+    assert _run(g.r, scripts.PRESENCE, [here], 1_000, 16_000, 15_000, "r1", "0,1", "") == [
+        b"0:r1", b"1:r1"]  # fmt: skip
+    assert _run(g.r, scripts.PRESENCE, [here], 2_000, 17_000, 15_000, "r2", "1", "") == [
+        b"0:r1", b"1:r1", b"1:r2"]  # fmt: skip
+    assert _run(g.r, scripts.PRESENCE, [here], 3_000, 0, 0, "r1", "", "1") == [b"0:r1", b"1:r2"]
+    assert 0 < g.r.pttl(here) <= 15_000
+    # r1 died: its seat lapses once its time is past; r2 renewed its own
+    assert _run(g.r, scripts.PRESENCE, [here], 16_500, 31_500, 15_000, "r2", "1", "") == [b"1:r2"]
+
+
 def _claim_loss(g: Game) -> None:
     lost_at = keys.claim_loss_key(g.gid, "v2")
     assert _run(g.r, scripts.CLAIM_LOSS, [lost_at, g.record], 60_000, "0") == 1
@@ -238,6 +250,7 @@ CASES: dict[str, Callable[[Game], None]] = {
     "claim": _claim,
     "claim_clock": _claim_clock,
     "claim_loss": _claim_loss,
+    "presence": _presence,
     "bucket_mark": _bucket_mark,
 }
 

@@ -371,3 +371,41 @@ class DecisionReview(_message.Message):
     stored: bool
     view: _game_pb2.GameView
     def __init__(self, version: _Optional[int] = ..., action: _Optional[int] = ..., description: _Optional[str] = ..., best_action: _Optional[int] = ..., best_description: _Optional[str] = ..., win_probability: _Optional[float] = ..., best_win_probability: _Optional[float] = ..., label: _Optional[_Union[ReviewLabel, str]] = ..., seat: _Optional[int] = ..., turn: _Optional[int] = ..., win_probabilities: _Optional[_Iterable[float]] = ..., index: _Optional[int] = ..., total: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ..., stored: _Optional[bool] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...
+
+class ResignRequest(_message.Message):
+    __slots__ = ("game_id", "token")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    token: str
+    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ...) -> None: ...
+
+class ResignResponse(_message.Message):
+    __slots__ = ("update", "view")
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    update: _game_pb2.GameUpdate
+    view: _game_pb2.GameView
+    def __init__(self, update: _Optional[_Union[_game_pb2.GameUpdate, _Mapping]] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...
+
+class HandOverSeatRequest(_message.Message):
+    __slots__ = ("game_id", "admin_token", "seat", "to")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    admin_token: str
+    seat: int
+    to: SeatConfig
+    def __init__(self, game_id: _Optional[str] = ..., admin_token: _Optional[str] = ..., seat: _Optional[int] = ..., to: _Optional[_Union[SeatConfig, _Mapping]] = ...) -> None: ...
+
+class HandOverSeatResponse(_message.Message):
+    __slots__ = ("seat_token", "update", "view")
+    SEAT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    seat_token: str
+    update: _game_pb2.GameUpdate
+    view: _game_pb2.GameView
+    def __init__(self, seat_token: _Optional[str] = ..., update: _Optional[_Union[_game_pb2.GameUpdate, _Mapping]] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...

@@ -151,7 +151,7 @@ class Score(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., cards: _Optional[int] = ..., tokens: _Optional[int] = ..., treasure: _Optional[int] = ..., coins: _Optional[int] = ..., card_text: _Optional[int] = ..., total: _Optional[int] = ...) -> None: ...
 
 class SeatInfo(_message.Message):
-    __slots__ = ("seat", "kind", "name", "bot_name", "fallback_moves", "last_fallback_reason", "last_fallback_version", "difficulty", "present")
+    __slots__ = ("seat", "kind", "name", "bot_name", "fallback_moves", "last_fallback_reason", "last_fallback_version", "difficulty", "present", "resigned")
     class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         KIND_UNSPECIFIED: _ClassVar[SeatInfo.Kind]
@@ -169,6 +169,7 @@ class SeatInfo(_message.Message):
     LAST_FALLBACK_VERSION_FIELD_NUMBER: _ClassVar[int]
     DIFFICULTY_FIELD_NUMBER: _ClassVar[int]
     PRESENT_FIELD_NUMBER: _ClassVar[int]
+    RESIGNED_FIELD_NUMBER: _ClassVar[int]
     seat: int
     kind: SeatInfo.Kind
     name: str
@@ -178,7 +179,8 @@ class SeatInfo(_message.Message):
     last_fallback_version: int
     difficulty: str
     present: bool
-    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot_name: _Optional[str] = ..., fallback_moves: _Optional[int] = ..., last_fallback_reason: _Optional[str] = ..., last_fallback_version: _Optional[int] = ..., difficulty: _Optional[str] = ..., present: _Optional[bool] = ...) -> None: ...
+    resigned: bool
+    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot_name: _Optional[str] = ..., fallback_moves: _Optional[int] = ..., last_fallback_reason: _Optional[str] = ..., last_fallback_version: _Optional[int] = ..., difficulty: _Optional[str] = ..., present: _Optional[bool] = ..., resigned: _Optional[bool] = ...) -> None: ...
 
 class Board(_message.Message):
     __slots__ = ("turn", "active_seat", "first_seat", "runes", "power", "seats", "center", "kraken", "ghost_pirate_space", "board_coin", "board_coin_space", "honor_pool", "final_round", "the_void", "mystic_pile", "heavy_infantry_pile", "center_deck_count", "treasure_bag_count", "decision")
