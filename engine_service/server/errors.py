@@ -62,6 +62,11 @@ REASONS: dict[str, tuple[Code, str]] = {
     "REVIEW_OTHER_SEAT": (Code.PERMISSION_DENIED, "a seat token reviews its own seat only (metadata: seat)"),
     "AI_SEAT_PLAYED_BY_WORKER": (Code.PERMISSION_DENIED, "a stored token cannot submit for a seat while it is an AI seat: its worker plays it, with the one-move credential the engine sends (metadata: seat)"),
     "NOT_YOUR_TURN": (Code.FAILED_PRECONDITION, "another seat is to move (metadata: to_move)"),
+    "TIME_RAN_OUT": (
+        Code.FAILED_PRECONDITION,
+        "the seat's clock ran out: the engine plays for it until its part of the turn is over",
+    ),
+    "SEAT_RESIGNED": (Code.FAILED_PRECONDITION, "the seat resigned: it is out"),
     "ILLEGAL_ACTION": (Code.FAILED_PRECONDITION, "the rules refuse the action now (the message says why)"),
     "GAME_OVER": (Code.FAILED_PRECONDITION, "the game is over"),
     "GAME_NOT_OVER": (Code.FAILED_PRECONDITION, "a replay, or a review by the admin token or an operator key, is given only once the game is over"),

@@ -341,7 +341,7 @@ class Checker:
                     stream.cancel()
             else:
                 raw = self.h.channel.unary_unary(path)(payload, timeout=10)
-                if method in ("CreateGame", "SubmitAction", "DeleteGame"):
+                if method in ("CreateGame", "SubmitAction", "DeleteGame", "Resign", "HandOverSeat"):
                     self._accepted(method, _class(m.input_type.name).FromString(payload),
                                    _class(m.output_type.name).FromString(raw))  # fmt: skip
         except grpc.RpcError as e:
@@ -364,6 +364,8 @@ class Checker:
         elif method == "SubmitAction":
             self.expected[req.game_id] = resp.view.version
             self.known.learn_view(resp.view)
+        elif method in ("Resign", "HandOverSeat"):  # (a version of its own: a table event)
+            self.expected[req.game_id] = resp.view.version
         elif method == "DeleteGame":
             self.expected.pop(req.game_id, None)
 

