@@ -888,6 +888,9 @@ class Games:
                 pending = [t for t in (next_update, next_here) if t is not None and not t.done()]
                 for t in pending:
                     t.cancel()
+                for done in (next_update, next_here):  # (a result nobody will read: read here)
+                    if done is not None and done.done() and not done.cancelled():
+                        done.exception()
                 # (the generator cannot be closed while a task still runs its next step)
                 await asyncio.gather(*pending, return_exceptions=True)
                 await updates.aclose()  # type: ignore[attr-defined]
