@@ -337,7 +337,7 @@ async def serve(
         await store.close()
         raise waiting.exception()  # type: ignore[misc]
     housekeeping_stop = asyncio.Event()
-    chores: asyncio.Future[tuple[None, None]] | None = None
+    chores: asyncio.Future[tuple[None, None, None]] | None = None
     if not stop.is_set():
         for name in ("", SERVICE):
             await health.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -351,7 +351,11 @@ async def serve(
                 games,
                 settings.ai_max_dispatches,
             )
-            chores = asyncio.gather(sweeper.run(housekeeping_stop), _tidy(store, housekeeping_stop))
+            chores = asyncio.gather(
+                sweeper.run(housekeeping_stop),
+                _tidy(store, housekeeping_stop),
+                sweeper.run_clocks(housekeeping_stop, settings.clock_sweep_seconds or 0.5),
+            )
         if on_ready is not None:
             on_ready(address)
     await stop.wait()

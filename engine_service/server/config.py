@@ -215,6 +215,13 @@ OPTIONS: tuple[Option, ...] = (
         "ENGINE_AI_SWEEP_SECONDS", "ai_sweep_seconds", float, 30.0, "AI sweeper period (0 disables)"
     ),
     Option(
+        "ENGINE_CLOCK_SWEEP_SECONDS",
+        "clock_sweep_seconds",
+        float,
+        0.5,
+        "how often the clocks are checked (a timed-out seat is played for within this)",
+    ),
+    Option(
         "ENGINE_AI_STALL_SECONDS",
         "ai_stall_seconds",
         float,
@@ -301,6 +308,7 @@ class Settings:
     local_ai_processes: int = 1
     local_analysis_processes: int = 1
     ai_sweep_seconds: float = 30.0
+    clock_sweep_seconds: float = 0.5
     ai_stall_seconds: float = 60.0
     ai_max_dispatches: int = 3
     redis_timeout_seconds: float = 5.0
@@ -460,6 +468,7 @@ class Settings:
             ("ENGINE_SHUTDOWN_GRACE_SECONDS", self.shutdown_grace_seconds),
             ("ENGINE_SHUTDOWN_DRAIN_SECONDS", self.shutdown_drain_seconds),
             ("ENGINE_AI_SWEEP_SECONDS", self.ai_sweep_seconds),
+            ("ENGINE_CLOCK_SWEEP_SECONDS", self.clock_sweep_seconds),
             ("ENGINE_AI_STALL_SECONDS", self.ai_stall_seconds),
             ("ENGINE_REDIS_TIMEOUT_SECONDS", self.redis_timeout_seconds),
             ("ENGINE_REDIS_RETRY_SECONDS", self.redis_retry_seconds),

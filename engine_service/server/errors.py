@@ -62,6 +62,11 @@ REASONS: dict[str, tuple[Code, str]] = {
     "REVIEW_OTHER_SEAT": (Code.PERMISSION_DENIED, "a seat token reviews its own seat only (metadata: seat)"),
     "AI_SEAT_PLAYED_BY_WORKER": (Code.PERMISSION_DENIED, "a stored token cannot submit for a seat while it is an AI seat: its worker plays it, with the one-move credential the engine sends (metadata: seat)"),
     "NOT_YOUR_TURN": (Code.FAILED_PRECONDITION, "another seat is to move (metadata: to_move)"),
+    "TIME_RAN_OUT": (
+        Code.FAILED_PRECONDITION,
+        "the seat's clock ran out: the engine plays for it until its part of the turn is over",
+    ),
+    "SEAT_RESIGNED": (Code.FAILED_PRECONDITION, "the seat resigned: it is out"),
     "ILLEGAL_ACTION": (Code.FAILED_PRECONDITION, "the rules refuse the action now (the message says why)"),
     "GAME_OVER": (Code.FAILED_PRECONDITION, "the game is over"),
     "GAME_NOT_OVER": (Code.FAILED_PRECONDITION, "a replay, or a review by the admin token or an operator key, is given only once the game is over"),
@@ -221,6 +226,25 @@ def ai_seat_played_by_worker(seat: int) -> ServiceError:
         f"seat {seat} is an AI seat: it is played by its worker, with the one-move credential the "
         "engine sends with each of its moves; a stored token cannot submit for it (nor report a "
         "fallback move)",
+        seat=seat,
+    )
+
+
+def seat_resigned(seat: int) -> ServiceError:
+    return refused(
+        Code.FAILED_PRECONDITION,
+        "SEAT_RESIGNED",
+        f"seat {seat} resigned: it is out of the game (the engine plays its default)",
+        seat=seat,
+    )
+
+
+def time_ran_out(seat: int) -> ServiceError:
+    return refused(
+        Code.FAILED_PRECONDITION,
+        "TIME_RAN_OUT",
+        f"seat {seat}'s time ran out: the engine plays for it until its part of the turn is "
+        "over (the game's timeout policy, GameView.clock)",
         seat=seat,
     )
 

@@ -9,10 +9,13 @@ again after a fresh load, so every answer is the one a fresh read gives.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
+from asyncio import FIRST_COMPLETED
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -21,13 +24,24 @@ from engine_service import rules, telemetry
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules import actions as A
-from engine_service.server import convert, errors, fallbacks, history, tokens, validate
+from engine_service.server import (
+    clocks,
+    convert,
+    errors,
+    fallbacks,
+    history,
+    seats,
+    tokens,
+    validate,
+)
+from engine_service.server.bots import for_difficulty
 from engine_service.server.dispatch import Dispatcher, trace_attributes
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
 from engine_service.server.limits import LogLimiter
 from engine_service.server.meta import AI, GameMeta, MetaCache, UnreadableMeta
 from engine_service.server.metrics import Metrics
+from engine_service.server.presence import Presence
 from engine_service.server.state_cache import StateCache
 from engine_service.server.sweeper import encode_payload
 from engine_service.server.watch import WatchHub
@@ -45,6 +59,7 @@ from engine_service.store import (
 )
 
 log = logging.getLogger("ascension.engine.games")
+TABLE_EVENT_TRIES = 5  # a resignation or a hand-over retried on the newer version
 unreadable_log = LogLimiter(log)
 
 
@@ -81,6 +96,7 @@ class Games:
         self.states = StateCache()
         self.hub = hub or WatchHub(store, metrics)
         self.losses = self.hub.losses
+        self.presence = Presence(store)
 
     # ---- helpers ------------------------------------------------------------------------
 
@@ -91,6 +107,15 @@ class Games:
         return rec, self._meta(rec)
 
     def _meta(self, rec: GameRecord) -> GameMeta:
+        """The game's metadata, with its seats as they are now (some may have been handed
+        over: the table record)."""
+        meta = self._created(rec)
+        if not rec.state.endswith(fallbacks.MARK):  # (no record: no seat handed over)
+            return meta
+        return seats.effective(meta, self._table(rec))
+
+    def _created(self, rec: GameRecord) -> GameMeta:
+        """The metadata the game was created with."""
         try:
             return self.meta.get(rec.game_id, rec.meta)
         except UnreadableMeta as e:
@@ -111,24 +136,58 @@ class Games:
     @staticmethod
     def _fallbacks(rec: GameRecord) -> fallbacks.Fallbacks:
         """The AI seats' fallback moves, stored with the record's state."""
+        return Games._table(rec).fallbacks
+
+    @staticmethod
+    def _table(rec: GameRecord) -> fallbacks.Table:
+        """The table record stored with the record's state: fallback moves, clocks, seats
+        resigned and handed over."""
         try:
-            return fallbacks.split(rec.state)[1]
+            return fallbacks.split_table(rec.state)[1]
         except fallbacks.DamagedRecord as e:
             raise errors.unreadable_game(rec.game_id, str(e)) from e
 
+    def _dress(
+        self, v: pb.GameView, meta: GameMeta, table: fallbacks.Table, s: rules.State
+    ) -> None:
+        """What a view holds beyond the rules' state: the clocks and the seats that resigned
+        (the game over, and who won, when resignations decide it)."""
+        if meta.clock is not None and table.clock is not None:
+            clocks.fill(v.clock, meta.clock, table.clock)
+        if not table.resigned:
+            return
+        for q in table.resigned:
+            if q < len(v.seat_info):
+                v.seat_info[q].resigned = True
+        if not s.over and seats.ended(meta, table.resigned):
+            v.over, v.to_move = True, -1
+            del v.legal_actions[:]
+            v.board.ClearField("decision")
+            v.scores.extend(convert.scores(s))
+        if v.over:
+            v.winner = seats.winner(s, meta, table.resigned)
+
     @staticmethod
-    def _may_act(token: str, meta: GameMeta, seat: int) -> None:
+    def _may_act(token: str, meta: GameMeta, seat: int, run: clocks.ClockRun | None) -> bool:
         """Who plays ``seat`` now: while it is an AI seat, only its worker, with the move
         credential the engine sent it (a stored token, seat's or admin's, never: whoever
-        created the game holds them); otherwise its seat token."""
+        created the game holds them); a human seat whose time ran out, only the engine (a
+        credential it minted: its forced move, or its bot's); otherwise its seat token.
+        True when the move is played for a human seat whose time ran out."""
         ai_seat = meta.is_ai(seat)
+        ran_out = (
+            not ai_seat and run is not None and run.ran_out(seat, int(time.time() * 1000))
+        )
         if tokens.is_ai_credential(token):
-            if not ai_seat:
+            if not ai_seat and not ran_out:
                 raise errors.unknown_token(
                     f"an AI move credential plays an AI seat only, and seat {seat} is not one"
                 )
         elif ai_seat:
             raise errors.ai_seat_played_by_worker(seat)
+        elif ran_out:
+            raise errors.time_ran_out(seat)
+        return ran_out
 
     def _seat(
         self, token: str, meta: GameMeta, game_id: str, version: int, *, required: bool
@@ -189,7 +248,9 @@ class Games:
         self, game_id: str, meta: GameMeta, seat: int, version: int, now: float
     ) -> dict[str, Any]:
         bot = meta.seats[seat].bot
-        assert bot is not None
+        if bot is None:  # a human seat whose time ran out, played by the clock's bot
+            assert meta.clock is not None
+            bot = for_difficulty(meta.clock.bot_difficulty, meta.seed ^ version)
         return {  # the dispatcher adds the move's credential ("token") as it sends it
             "game_id": game_id,
             "seat": seat,
@@ -215,6 +276,7 @@ class Games:
         sets = validate.sets(req.sets)
         seats = validate.seats(req)
         seed = validate.seed(req)
+        clock = validate.clock(req, seats)
         if seed is None:
             seed = secrets.randbits(63)
         try:
@@ -236,23 +298,27 @@ class Games:
             token_digests=tuple(tokens.digest(t) if t else "" for t in seat_tokens),
             admin_digest=tokens.digest(admin_token),
             created_ms=now_ms,
+            clock=clock,
         )
         commit_id = first_commit_id(game_id)
         first = history.created(game_id, state)
         first.commit_id = commit_id
+        run = None if clock is None else clocks.start(clock, state, meta.humans(), now_ms)
+        self._fill_clock(first.clock, meta, run)
         to_move = state.to_move()
         payload = self._ai_payload(game_id, meta, to_move, 1, now) if meta.is_ai(to_move) else None
         await self.store.create(
             NewGame(
                 game_id=game_id,
                 commit_id=commit_id,
-                state=rules.serialize(state),
+                state=fallbacks.join_table(rules.serialize(state), fallbacks.Table(clock=run)),
                 meta=meta.encode(),
                 update=first.SerializeToString(),
                 to_move=to_move,
                 created_ms=now_ms,
                 ai_pending=None if payload is None else encode_payload(payload),
                 enqueued_at=now,
+                clock_deadline_ms=0 if run is None else run.deadline_ms(),
             )
         )
         self.states.put(game_id, commit_id, state)
@@ -266,7 +332,13 @@ class Games:
         )
         convert.fill_game_view(resp.view, game_id, 1, state, meta, rules.SPECTATOR)
         resp.view.commit_id = commit_id
+        self._fill_clock(resp.view.clock, meta, run)
         return resp
+
+    @staticmethod
+    def _fill_clock(out: pb.ClockState, meta: GameMeta, run: clocks.ClockRun | None) -> None:
+        if meta.clock is not None and run is not None:
+            clocks.fill(out, meta.clock, run)
 
     async def view(self, game_id: str, token: str) -> pb.GameView:
         validate.game_id(game_id)
@@ -274,8 +346,13 @@ class Games:
         rec, meta = await self._load(game_id)
         seat = self._seat(token, meta, game_id, rec.version, required=False)
         state = self._state(rec)
-        v = convert.game_view(game_id, rec.version, state, meta, seat, self._fallbacks(rec))
+        table = self._table(rec)
+        v = convert.game_view(game_id, rec.version, state, meta, seat, table.fallbacks)
         v.commit_id = rec.commit_id
+        self._dress(v, meta, table, state)
+        for i in await self.presence.present(game_id):
+            if 0 <= i < len(v.seat_info) and not meta.is_ai(i):
+                v.seat_info[i].present = True
         return v
 
     async def legal_actions(self, game_id: str, token: str) -> epb.ListLegalActionsResponse:
@@ -326,10 +403,12 @@ class Games:
             resp.update.game_id, resp.update.version = game_id, prior.version
         state = self._state(rec)
         viewer = self._viewer(seat, held, state.to_move())
+        table = self._table(rec)
         convert.fill_game_view(
-            resp.view, game_id, rec.version, state, meta, viewer, None, self._fallbacks(rec)
+            resp.view, game_id, rec.version, state, meta, viewer, None, table.fallbacks
         )
         resp.view.commit_id = rec.commit_id
+        self._dress(resp.view, meta, table, state)
         return resp
 
     @staticmethod
@@ -382,8 +461,9 @@ class Games:
         self, req: epb.SubmitActionRequest, rec: GameRecord, meta: GameMeta, *, fresh: bool
     ) -> epb.SubmitActionResponse:
         seat = self._seat(req.token, meta, req.game_id, req.expected_version, required=True)
-        self._may_act(req.token, meta, seat)
-        if req.fallback_reason and not meta.is_ai(seat):
+        table = self._table(rec)
+        timed_out = self._may_act(req.token, meta, seat, table.clock)
+        if req.fallback_reason and not meta.is_ai(seat) and not timed_out:
             raise invalid(
                 "fallback_reason",
                 f"seat {seat} is not an AI seat: only the workers playing an AI seat report "
@@ -401,10 +481,25 @@ class Games:
                         req.game_id, seat, self._fingerprint(seat, req), prior, held
                     )
             raise await self._refusal(req, rec)
+        if table.resigned:
+            if seats.ended(meta, table.resigned):
+                raise errors.game_over()
+            if seat in table.resigned:
+                raise errors.seat_resigned(seat)
         state = self._state(rec)
         legal = self.states.legal_actions(rec.game_id, rec.commit_id, state)
         s = self._playable(state, seat, req.action, legal)
-        return await self._apply(req, rec, meta, seat, s, held, len(legal))
+        timeout = self._timeout_reason(meta, req.fallback_reason) if timed_out else ""
+        return await self._apply(req, rec, meta, seat, s, held, len(legal), timeout)
+
+    @staticmethod
+    def _timeout_reason(meta: GameMeta, fallback_reason: str = "") -> str:
+        """What a move played for a seat whose time ran out is marked with (who, why)."""
+        assert meta.clock is not None
+        if meta.clock.policy == clocks.BOT:
+            why = f"time ran out: played by the {meta.clock.bot_difficulty} bot"
+            return f"{why} ({fallback_reason})" if fallback_reason else why
+        return "time ran out: the engine played the seat's default"
 
     @staticmethod
     def _fingerprint(seat: int, req: epb.SubmitActionRequest) -> bytes:
@@ -438,11 +533,13 @@ class Games:
         s: rules.State,
         held: tuple[int, ...],
         choices: int,
+        timeout: str = "",
     ) -> epb.SubmitActionResponse:
         """Play ``req.action`` on ``s`` (the record's state, checked playable) and write the
         result if the game is still at the record's version and commit id; answer with the
         view of ``seat``, or of the seat to move if it is ``held`` too (``choices``: how many
-        legal actions the seat had)."""
+        legal actions the seat had; ``timeout``: why the move was played for a seat whose
+        time ran out)."""
         game_id, key, action = req.game_id, req.idempotency_key, req.action
         fingerprint = self._fingerprint(seat, req)
         version = rec.version + 1
@@ -453,18 +550,38 @@ class Games:
         upd.commit_id = commit_id
         upd.parent_commit_id = rec.commit_id
         now = time.time()
+        now_ms = int(now * 1000)
         nxt = s.to_move()
         payload = self._ai_payload(game_id, meta, nxt, version, now) if meta.is_ai(nxt) else None
-        seats_fallbacks = self._fallbacks(rec)
-        if req.fallback_reason:
-            seats_fallbacks = fallbacks.add(seats_fallbacks, seat, version, req.fallback_reason)
+        table = self._table(rec)
+        if req.fallback_reason and not timeout:
+            table = replace(
+                table, fallbacks=fallbacks.add(table.fallbacks, seat, version, req.fallback_reason)
+            )
+        upd.timeout = timeout
+        deadline = 0
+        run = table.clock
+        if meta.clock is not None and run is not None:
+            out_of_time = bool(timeout) and seat not in table.resigned
+            run = clocks.advance(
+                meta.clock, run, s, meta.humans(), now_ms, version, seat, timed_out=out_of_time
+            )
+            table = replace(table, clock=run)
+            if run.ran_out(nxt, now_ms) and meta.clock.policy == clocks.BOT:
+                # out of time for the rest of its turn: the bot goes on with it
+                payload = self._ai_payload(game_id, meta, nxt, version, now)
+            else:
+                deadline = run.deadline_ms()
+            clocks.fill(upd.clock, meta.clock, run)
+        if nxt in table.resigned:  # (out: the sweeper plays its default at once)
+            payload, deadline = None, now_ms
         res = await self.store.commit(
             Commit(
                 game_id=game_id,
                 expected_version=rec.version,
                 expected_commit_id=rec.commit_id,
                 commit_id=commit_id,
-                state=fallbacks.join(rules.serialize(s), seats_fallbacks),
+                state=fallbacks.join_table(rules.serialize(s), table),
                 update=upd.SerializeToString(),
                 seat=seat,
                 action=action,
@@ -475,6 +592,7 @@ class Games:
                 updated_ms=int(now * 1000),
                 ai_pending=None if payload is None else encode_payload(payload),
                 enqueued_at=now,
+                clock_deadline_ms=deadline,
             )
         )
         if res.status is CommitStatus.MISSING:
@@ -497,10 +615,227 @@ class Games:
             convert.fill_light_view(resp.view, game_id, version, s, viewer, legal)
         else:
             convert.fill_game_view(
-                resp.view, game_id, version, s, meta, viewer, legal, seats_fallbacks
+                resp.view, game_id, version, s, meta, viewer, legal, table.fallbacks
             )
+        self._dress(resp.view, meta, table, s)
         resp.view.commit_id = commit_id
         return resp
+
+    async def resign(self, req: epb.ResignRequest) -> epb.ResignResponse:
+        """The token's seat resigns: it is out (seats.py); the game ends when resignations
+        leave fewer than two seats, or no human seat, in play."""
+        validate.game_id(req.game_id)
+        validate.token(req.token)
+        if not req.token:
+            raise errors.token_required()
+        if tokens.is_ai_credential(req.token):
+            raise errors.unknown_token("a seat resigns with its own token")
+        for _ in range(TABLE_EVENT_TRIES):
+            rec, meta = await self._load(req.game_id)
+            seat = self._seat(req.token, meta, req.game_id, rec.version, required=True)
+            table = self._table(rec)
+            if rec.over or seats.ended(meta, table.resigned):
+                raise errors.game_over()
+            if seat in table.resigned:
+                raise errors.seat_resigned(seat)
+            after = replace(table, resigned=(*table.resigned, seat))
+            try:
+                upd, view = await self._table_event(rec, meta, after, meta, seat, seats.RESIGN)
+            except ServiceError as e:
+                if e.code is Code.ABORTED:
+                    continue  # a move came in between: resign on the new version
+                raise
+            log.info("game %s: seat %d resigned at version %d", req.game_id, seat, upd.version)
+            return epb.ResignResponse(update=upd, view=view)
+        raise self._aborted(rec.version, rec.version)
+
+    async def hand_over(
+        self, req: epb.HandOverSeatRequest, *, operator: bool = False
+    ) -> epb.HandOverSeatResponse:
+        """Hand ``req.seat`` to a bot or to a new player (the admin token, or an operator key,
+        checked by the caller): the seat's old token stops working with this version."""
+        validate.game_id(req.game_id)
+        validate.token(req.admin_token, "admin_token")
+        for _ in range(TABLE_EVENT_TRIES):
+            rec, meta = await self._load(req.game_id)
+            if not operator:
+                self._check_admin(req.admin_token, meta)
+            if not 0 <= req.seat < meta.players:
+                raise invalid("seat", f"must be 0..{meta.players - 1}, got {req.seat}")
+            to = validate.seat(req.to, "to", meta.seats[req.seat].name)
+            table = self._table(rec)
+            if rec.over or seats.ended(meta, table.resigned):
+                raise errors.game_over()
+            if req.seat in table.resigned:
+                raise errors.seat_resigned(req.seat)
+            token = "" if to.kind == AI else tokens.new_token()
+            change = fallbacks.SeatChange(
+                to.kind,
+                tokens.digest(token) if token else "",
+                None if to.bot is None else to.bot.as_payload(),
+                to.name,
+            )
+            after = seats.handed(table, req.seat, change)
+            if to.kind != AI and meta.clock is not None and table.clock is not None:
+                after = replace(after, clock=clocks.seated(meta.clock, table.clock, req.seat))
+            meta_after = seats.effective(self._created(rec), after)
+            action = seats.HAND_OVER | (1 if to.kind == AI else 0)
+            try:
+                upd, view = await self._table_event(
+                    rec, meta, after, meta_after, req.seat, action, viewer=rules.SPECTATOR
+                )
+            except ServiceError as e:
+                if e.code is Code.ABORTED:
+                    continue
+                raise
+            log.info("game %s: seat %d handed to a %s", req.game_id, req.seat, to.kind)
+            return epb.HandOverSeatResponse(seat_token=token, update=upd, view=view)
+        raise self._aborted(rec.version, rec.version)
+
+    async def _table_event(
+        self,
+        rec: GameRecord,
+        meta: GameMeta,
+        table: fallbacks.Table,
+        meta_after: GameMeta,
+        seat: int,
+        action: int,
+        viewer: int | None = None,
+    ) -> tuple[pb.GameUpdate, pb.GameView]:
+        """Write the table event ``action`` of ``seat`` as the version after ``rec``'s (no card
+        moves), with ``table`` as the table record from then on (``meta_after``: the seats as
+        it has them); the update and the view of ``viewer`` (the seat's by default)."""
+        game_id = rec.game_id
+        s = self._state(rec)  # (shared with the cache: read only, the rules' state is unchanged)
+        version, now = rec.version + 1, time.time()
+        now_ms = int(now * 1000)
+        commit_id = chained_commit_id(rec.commit_id, seat, action)
+        over = s.over or seats.ended(meta_after, table.resigned)
+        upd = pb.GameUpdate()
+        history.table_event(upd, game_id, version, seat, action, s, over)
+        upd.commit_id, upd.parent_commit_id = commit_id, rec.commit_id
+        nxt = -1 if over else s.to_move()
+        payload = None
+        if meta_after.is_ai(nxt):
+            payload = self._ai_payload(game_id, meta_after, nxt, version, now)
+        deadline = now_ms if nxt in table.resigned else 0
+        run = table.clock
+        if meta.clock is not None and run is not None:
+            run = clocks.advance(meta.clock, run, s, meta_after.humans(), now_ms, version, -1,
+                                 timed_out=False)  # fmt: skip
+            run = replace(run, seat=-1) if over or nxt in table.resigned else run
+            table = replace(table, clock=run)
+            deadline = deadline or run.deadline_ms()
+            clocks.fill(upd.clock, meta.clock, run)
+        res = await self.store.commit(
+            Commit(
+                game_id=game_id,
+                expected_version=rec.version,
+                expected_commit_id=rec.commit_id,
+                commit_id=commit_id,
+                state=fallbacks.join_table(rules.serialize(s), table),
+                update=upd.SerializeToString(),
+                seat=seat,
+                action=action,
+                idem_key="",
+                fingerprint=b"",
+                over=over,
+                to_move=nxt,
+                updated_ms=now_ms,
+                ai_pending=None if payload is None else encode_payload(payload),
+                enqueued_at=now,
+                clock_deadline_ms=deadline,
+            )
+        )
+        if res.status is CommitStatus.MISSING:
+            raise await self.losses.missing(game_id)
+        if res.status is not CommitStatus.OK:
+            raise self._aborted(res.version, rec.version, res.commit_id)
+        self.states.put(game_id, commit_id, s)
+        if over and not s.over:
+            self.metrics.games_finished.inc()
+        await self._dispatch(payload)
+        view = convert.game_view(
+            game_id, version, s, meta_after, seat if viewer is None else viewer, table.fallbacks
+        )
+        view.commit_id = commit_id
+        self._dress(view, meta_after, table, s)
+        return upd, view
+
+    def _check_admin(self, admin_token: str, meta: GameMeta) -> None:
+        if not admin_token:
+            raise errors.token_required("admin_token", "the admin token CreateGame returned")
+        if not tokens.matches(admin_token, meta.admin_digest):
+            if tokens.seat_of(admin_token, meta.token_digests) is not None:
+                raise errors.refused(
+                    Code.PERMISSION_DENIED,
+                    "ADMIN_TOKEN_REQUIRED",
+                    "a seat token cannot do this: use the admin token",
+                )
+            raise errors.unknown_token("admin_token does not match this game")
+
+    async def time_out(self, game_id: str) -> int:
+        """Play for the game's seat to move if its time ran out, or if it resigned (the sweeper
+        calls it for each game whose deadline passed): what the game's policy says, its
+        forced moves until its part of the turn is over or its bot's move, dispatched; a
+        resigned seat's forced moves. Each forced move is a commit on the version read, and
+        the bot's hand-over a compare-and-set on it too, so however many replicas try, it
+        happens once. Returns how many moves were played or dispatched (0: the game moved on,
+        or its time had not run out by this clock)."""
+        done = 0
+        while True:
+            rec = await self.store.load(game_id)
+            if rec is None or rec.over:  # (gone: its index entry left with it, or soon will)
+                return done
+            meta = self._meta(rec)
+            table = self._table(rec)
+            state = self._state(rec)
+            seat, run, now = state.to_move(), table.clock, time.time()
+            if seats.ended(meta, table.resigned):
+                return done
+            if seat in table.resigned:
+                reason = "resigned: the engine played the seat's default"
+            elif meta.clock is not None and run is not None and run.ran_out(seat, int(now * 1000)):
+                reason = self._timeout_reason(meta)
+                if meta.clock.policy == clocks.BOT:
+                    return done + await self._hand_to_bot(rec, meta, seat, now)
+            else:
+                return done
+            legal = self.states.legal_actions(game_id, rec.commit_id, state)
+            action = clocks.forced_move(state, legal)
+            req = epb.SubmitActionRequest(
+                game_id=game_id,
+                expected_version=rec.version,
+                expected_commit_id=rec.commit_id,
+                action=action,
+                view_detail=epb.VIEW_DETAIL_LEGAL_ACTIONS,
+            )
+            s = self._playable(state, seat, action, legal)
+            try:
+                await self._apply(req, rec, meta, seat, s, (), len(legal), reason)
+            except ServiceError as e:
+                if e.code is Code.ABORTED:
+                    return done  # another replica (or the player, in time) got there first
+                raise
+            first = run is not None and run.turn_left[seat] + run.bank[seat] > 0
+            if seat not in table.resigned and first:
+                self.metrics.clock_timeouts.labels(clocks.FORCED_MOVE).inc()
+                log.info("game %s: seat %d's time ran out: its default is played", game_id, seat)
+            done += 1
+
+    async def _hand_to_bot(self, rec: GameRecord, meta: GameMeta, seat: int, now: float) -> int:
+        """The clock's bot plays for ``seat``, its time run out: a pending AI move in place of
+        the clock, if no other replica made it so first; 1 if this one did."""
+        payload = self._ai_payload(rec.game_id, meta, seat, rec.version, now)
+        claimed = await self.store.claim_clock_bot(
+            rec.game_id, rec.version, rec.commit_id, encode_payload(payload), now
+        )
+        if not claimed:
+            return 0
+        self.metrics.clock_timeouts.labels(clocks.BOT).inc()
+        log.info("game %s: seat %d's time ran out: its bot plays", rec.game_id, seat)
+        await self._dispatch(payload)
+        return 1
 
     async def watch(
         self,
@@ -509,12 +844,56 @@ class Games:
         after_commit_id: str,
         peer: str,
         active: Callable[[], bool],
+        token: str = "",
+        with_presence: bool = False,
     ) -> AsyncIterator[bytes]:
-        """Serialized updates (``GameUpdate``) after ``after_version``: see ``WatchHub``."""
+        """Serialized updates (``GameUpdate``) after ``after_version`` (see ``WatchHub``), and
+        ``with_presence``, an update of who is here (``presence_only``) at the start and at
+        each change; with a seat ``token``, that seat is here while the stream is open."""
         validate.game_id(game_id)
+        validate.token(token)
         last = validate.after_version(after_version)
-        async for u in self.hub.watch(game_id, last, after_commit_id, peer, active):
-            yield u.update
+        seat = rules.SPECTATOR
+        if token and not tokens.is_ai_credential(token):
+            _, meta = await self._load(game_id)
+            seat = self._seat(token, meta, game_id, 0, required=False)
+        updates = aiter(self.hub.watch(game_id, last, after_commit_id, peer, active))
+        if seat == rules.SPECTATOR and not with_presence:  # (the stream as it always was)
+            async for plain in updates:
+                yield plain.update
+            return
+        async with self.presence.attend(game_id, seat) as here:
+            next_update: asyncio.Task[Any] | None = None
+            next_here: asyncio.Task[tuple[int, ...]] | None = None
+            try:
+                while True:
+                    next_update = next_update or asyncio.ensure_future(anext(updates))
+                    next_here = next_here or asyncio.ensure_future(here.get())
+                    await asyncio.wait((next_update, next_here), return_when=FIRST_COMPLETED)
+                    if next_here.done():
+                        here_now = pb.GameUpdate(game_id=game_id, version=last, presence_only=True)
+                        here_now.present_seats.extend(next_here.result())
+                        next_here = None
+                        if with_presence:
+                            yield here_now.SerializeToString()
+                    if next_update.done():
+                        try:
+                            stored = next_update.result()
+                        except StopAsyncIteration:
+                            return
+                        next_update = None
+                        last = stored.version
+                        yield stored.update
+            finally:
+                pending = [t for t in (next_update, next_here) if t is not None and not t.done()]
+                for t in pending:
+                    t.cancel()
+                for done in (next_update, next_here):  # (a result nobody will read: read here)
+                    if done is not None and done.done() and not done.cancelled():
+                        done.exception()
+                # (the generator cannot be closed while a task still runs its next step)
+                await asyncio.gather(*pending, return_exceptions=True)
+                await updates.aclose()  # type: ignore[attr-defined]
 
     async def list_games(self, req: epb.ListGamesRequest) -> epb.ListGamesResponse:
         size = validate.page_size(req.page_size)
@@ -555,11 +934,12 @@ class Games:
             )
         log_entries = await self.store.action_log(game_id)  # (damaged: UNREADABLE_GAME)
         s = self._state(rec)
+        table = self._table(rec)
         steps = [
             epb.ReplayStep(version=i + 2, seat=seat, action=action)
             for i, (seat, action) in enumerate(log_entries)
         ]
-        return epb.Replay(
+        replay = epb.Replay(
             game_id=game_id,
             sets=meta.sets,
             players=meta.players,
@@ -568,9 +948,12 @@ class Games:
             catalog_fingerprint=s.T.catalog.fingerprint,
             version=rec.version,
             scores=convert.scores(s),
-            winner=rules.winner(s),
-            seats=convert.seat_info(meta, self._fallbacks(rec)),
+            winner=seats.winner(s, meta, table.resigned) if table.resigned else rules.winner(s),
+            seats=convert.seat_info(meta, table.fallbacks),
         )
+        for q in table.resigned:
+            replay.seats[q].resigned = True
+        return replay
 
     async def delete(self, game_id: str, admin_token: str, *, operator: bool = False) -> None:
         """Needs the game's admin token, or an operator credential (checked by the caller)."""
@@ -578,16 +961,7 @@ class Games:
         validate.token(admin_token, "admin_token")
         if not operator:  # (an operator may delete a game this engine cannot read: no load)
             _, meta = await self._load(game_id)
-            if not admin_token:
-                raise errors.token_required("admin_token", "the admin token CreateGame returned")
-            if not tokens.matches(admin_token, meta.admin_digest):
-                if tokens.seat_of(admin_token, meta.token_digests) is not None:
-                    raise errors.refused(
-                        Code.PERMISSION_DENIED,
-                        "ADMIN_TOKEN_REQUIRED",
-                        "a seat token cannot delete the game: use the admin token",
-                    )
-                raise errors.unknown_token("admin_token does not match this game")
+            self._check_admin(admin_token, meta)
         await self.losses.deleting(game_id)  # (its absence is then no loss, on any replica)
         if not await self.store.delete(game_id):
             raise not_found(game_id)

@@ -10,7 +10,8 @@ the stored state (every field equal): a game written under another card catalog,
 changed under the replay (a store rollback), has no history to give.
 
 Rebuilt updates are the spectator's updates as first sent, except that they carry no time
-(``time_unix_ms`` 0). Their commit ids are computed along the log (``chained_commit_id``), once
+(``time_unix_ms`` 0) and no clocks (``clock``, ``timeout``: kept with the state for the
+latest version only). Their commit ids are computed along the log (``chained_commit_id``), once
 per replay; when they end on the stored version's, a watcher's last commit id is checked
 against the history it continues (DATA_LOSS if the store holds another). A game whose ids are
 not chained (written by an earlier version of the engine) gets them only on the last update.
@@ -24,7 +25,7 @@ from dataclasses import replace
 
 from engine_service import rules
 from engine_service.api.ascension.v1 import game_pb2 as pb
-from engine_service.server import convert, fallbacks
+from engine_service.server import convert, fallbacks, seats
 from engine_service.server.meta import GameMeta
 from engine_service.store import (
     GameRecord,
@@ -64,17 +65,31 @@ def played(
         u.forced = True
 
 
+def table_event(
+    u: pb.GameUpdate, game_id: str, version: int, seat: int, action: int, s: rules.State,
+    over: bool,
+) -> None:  # fmt: skip
+    """Fill the empty update ``u`` with the table event ``action`` of ``seat`` (seats.py): no
+    card moves; ``over``: it ended the game."""
+    convert.fill_update(u, game_id, version, seat, action, seats.describe(seat, action), s, [])
+    u.action_kind = seats.kind_name(action)
+    if over:
+        u.over, u.to_move = True, -1
+
+
 class _Replay:
     """A game replayed up to some version: kept so that the next watcher of the same game
     (or the same watcher, later) goes on from there instead of from the seed."""
 
-    __slots__ = ("commit_ids", "entries", "state", "updates")
+    __slots__ = ("commit_ids", "entries", "meta", "resigned", "state", "updates")
 
-    def __init__(self, state: rules.State, first: bytes, first_id: str) -> None:
+    def __init__(self, state: rules.State, first: bytes, first_id: str, meta: GameMeta) -> None:
         self.entries: list[tuple[int, int]] = []  # the log entries replayed
         self.state = state  # after them
         self.updates: list[bytes] = [first]  # updates[i] is version i + 1's, with chained ids
         self.commit_ids: list[str] = [first_id]  # commit_ids[i]: version i + 1's
+        self.meta = meta  # the seats' kinds as the table events left them
+        self.resigned: list[int] = []
 
 
 class History:
@@ -129,12 +144,19 @@ class History:
                 first_id = first_commit_id(game_id)
                 first = created(game_id, s)
                 first.commit_id = first_id
-                replay = _Replay(s, _untimed(first), first_id)
+                replay = _Replay(s, _untimed(first), first_id, meta)
             s = replay.state
             for seat, action in entries[len(replay.entries) :]:
                 version = len(replay.updates) + 1
                 u = pb.GameUpdate()
-                played(u, game_id, version, seat, action, s)
+                if seats.is_table_action(action):
+                    if action == seats.RESIGN:
+                        replay.resigned.append(seat)
+                    replay.meta = seats.after(replay.meta, seat, action)
+                    ended = seats.ended(replay.meta, replay.resigned)
+                    table_event(u, game_id, version, seat, action, s, ended)
+                else:
+                    played(u, game_id, version, seat, action, s)
                 u.parent_commit_id = replay.commit_ids[-1]
                 u.commit_id = chained_commit_id(u.parent_commit_id, seat, action)
                 replay.updates.append(_untimed(u))

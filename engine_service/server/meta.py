@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine_service.server.bots import BotConfig
+from engine_service.server.clocks import ClockSettings
 
 HUMAN, AI = "human", "ai"
 
@@ -35,29 +36,34 @@ class GameMeta:
     token_digests: tuple[str, ...]
     admin_digest: str
     created_ms: int
+    clock: ClockSettings | None = None  # the human seats' clocks, if the game has them
     # What answers derive from it, made once (convert: the seat info's wire bytes)
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def is_ai(self, seat: int) -> bool:
         return 0 <= seat < len(self.seats) and self.seats[seat].kind == AI
 
+    def humans(self) -> tuple[bool, ...]:
+        """Which seats are human (the ones with a clock, in a game with clocks)."""
+        return tuple(s.kind != AI for s in self.seats)
+
     def encode(self) -> bytes:
         seats = [
             {"kind": s.kind, "name": s.name, "bot": None if s.bot is None else s.bot.as_payload()}
             for s in self.seats
         ]
-        return json.dumps(
-            {
-                "sets": self.sets,
-                "players": self.players,
-                "seed": self.seed,
-                "seats": seats,
-                "tokens": list(self.token_digests),
-                "admin": self.admin_digest,
-                "created_ms": self.created_ms,
-            },
-            separators=(",", ":"),
-        ).encode()
+        d: dict[str, Any] = {
+            "sets": self.sets,
+            "players": self.players,
+            "seed": self.seed,
+            "seats": seats,
+            "tokens": list(self.token_digests),
+            "admin": self.admin_digest,
+            "created_ms": self.created_ms,
+        }
+        if self.clock is not None:
+            d["clock"] = self.clock.as_payload()
+        return json.dumps(d, separators=(",", ":")).encode()
 
     @staticmethod
     def decode(raw: bytes) -> GameMeta:
@@ -82,6 +88,7 @@ class GameMeta:
             tuple(d["tokens"]),
             d["admin"],
             d["created_ms"],  # older records also hold "ai_tokens" (raw AI tokens): ignored
+            None if d.get("clock") is None else ClockSettings.from_payload(d["clock"]),
         )
 
 

@@ -150,6 +150,12 @@ class Metrics:
             " ENGINE_AI_MAX_DISPATCHES dispatches went unanswered",
             registry=r,
         )
+        self.clock_timeouts = Counter(
+            "ascension_clock_timeouts",
+            "human seats whose time ran out, by the game's timeout policy (forced_move, bot)",
+            ["policy"],
+            registry=r,
+        )
         self.ai_wait = Gauge(
             "ascension_ai_seat_wait_seconds",
             "longest current wait of an AI seat to move",

@@ -41,7 +41,7 @@ from typing import Any
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.rules import actions as A
-from engine_service.server import convert, errors, tokens, validate
+from engine_service.server import convert, errors, seats, tokens, validate
 from engine_service.server.analysis import Analyses, Answer
 from engine_service.server.auth import Access, bearer
 from engine_service.server.errors import Code, ServiceError, invalid, refused
@@ -130,6 +130,8 @@ def decisions(meta: GameMeta, entries: list[tuple[int, int]], seat: int,
     out = []
     try:
         for i, (who, action) in enumerate(entries):
+            if seats.is_table_action(action):  # (a resignation, a seat handed over: no cards)
+                continue
             if who == seat:
                 legal = rules.legal_actions(s)
                 if real_choice(s, legal, action):
@@ -392,6 +394,10 @@ class Reviews:
         found = await asyncio.to_thread(decisions, meta, entries[: rec.version - 1], seat, final)
         if found is None:
             raise errors.unreadable_game(req.game_id, "its log does not replay to its stored state")
+        run = self.games._table(rec).clock
+        if run is not None and run.timed_out:  # moves played for a seat out of time: not its
+            played_for = set(run.timed_out)
+            found = [d for d in found if d.version + 1 not in played_for]
         names = [field_name(seat, d.version) for d in found]
         kept = await self.store.get(req.game_id, names)
         done = [_stored(kept.get(n), budget) for n in names]

@@ -239,6 +239,17 @@ class EngineService:
         await self.games.delete(request.game_id, request.admin_token, operator=operator)
         return epb.DeleteGameResponse()
 
+    @unary("Resign")
+    async def Resign(self, request: epb.ResignRequest, context: Any) -> epb.ResignResponse:
+        return await self.games.resign(request)
+
+    @unary("HandOverSeat")
+    async def HandOverSeat(
+        self, request: epb.HandOverSeatRequest, context: Any
+    ) -> epb.HandOverSeatResponse:
+        operator = self.access.operator(context, "HandOverSeat", required=False)
+        return await self.games.hand_over(request, operator=operator)
+
     @unary("ListCards")
     async def ListCards(self, request: epb.ListCardsRequest, context: Any) -> epb.ListCardsResponse:
         from engine_service.server.convert import card_catalog
@@ -279,6 +290,8 @@ class EngineService:
             request.after_commit_id,
             self._caller(context),
             active,
+            request.token,
+            request.with_presence,
         )
         async for raw in updates:
             yield raw

@@ -47,6 +47,8 @@ class MovePlayer(Protocol):
 
     async def submit(self, req: epb.SubmitActionRequest) -> epb.SubmitActionResponse: ...
 
+    async def time_out(self, game_id: str) -> int: ...
+
 
 def encode_payload(payload: dict[str, object]) -> bytes:
     return json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
@@ -159,6 +161,33 @@ class Sweeper:
             action.kind,
         )
         return 1
+
+    async def enforce_clocks(self) -> int:
+        """Play for each seat whose time ran out what its game's policy says (``Games.
+        time_out``); returns how many moves were played or handed to a bot."""
+        if self.games is None:
+            return 0
+        done = 0
+        for game_id in await self.store.due_clocks(int(time.time() * 1000), BATCH):
+            try:
+                done += await self.games.time_out(game_id)
+            except ServiceError as e:
+                if e.code is not Code.NOT_FOUND:
+                    log.warning("the clock of game %s could not be enforced: %s", game_id, e)
+        return done
+
+    async def run_clocks(self, stop: asyncio.Event, every: float) -> None:
+        """Enforce the clocks every ``every`` seconds until ``stop`` (a loop of its own: a
+        seat's time must run out within about that, whatever the other sweeps cost)."""
+        while not stop.is_set():
+            try:
+                await self.enforce_clocks()
+            except StoreError as e:
+                log.warning("clock sweep skipped: %s", e)
+            except Exception:
+                log.exception("clock sweep failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), every)
 
     async def refresh_gauges(self) -> None:
         oldest = await self.store.oldest_ai_wait_start()

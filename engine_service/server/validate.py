@@ -9,6 +9,7 @@ from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules.config import SET_CHOICES
 from engine_service.server.bots import DIFFICULTIES, BotConfig, check_bot, for_difficulty
+from engine_service.server.clocks import BOT, DEFAULT_BOT, POLICIES, ClockSettings
 from engine_service.server.errors import invalid
 from engine_service.server.fallbacks import MAX_REASON
 from engine_service.server.ids import valid_game_id
@@ -49,47 +50,46 @@ def sets(value: str) -> str:
 def seats(req: epb.CreateGameRequest) -> tuple[Seat, ...]:
     if len(req.seats) < 2 or len(req.seats) > MAX_SEATS:
         raise invalid("seats", f"2 to {MAX_SEATS} seats are needed, got {len(req.seats)}")
-    out = []
-    for i, s in enumerate(req.seats):
-        where = f"seats[{i}]"
-        if s.kind not in (pb.SeatInfo.KIND_UNSPECIFIED, pb.SeatInfo.HUMAN, pb.SeatInfo.AI):
-            raise invalid(f"{where}.kind", f"unknown seat kind {s.kind}")
-        bad_name = names.problem(s.name) if s.name else None
-        if bad_name:
-            raise invalid(f"{where}.name", bad_name)
-        name = s.name or f"Seat {i + 1}"
-        if s.kind == pb.SeatInfo.AI:
-            if not s.HasField("bot"):
-                raise invalid(f"{where}.bot", "an AI seat needs bot settings")
-            b = s.bot
-            if b.difficulty:
-                if b.name or b.iterations or b.time_ms:
-                    raise invalid(
-                        f"{where}.bot.difficulty",
-                        "a difficulty sets the bot and its budget: leave name, iterations and "
-                        "time_ms unset",
-                    )
-                if b.difficulty.strip().lower() not in DIFFICULTIES:
-                    raise invalid(
-                        f"{where}.bot.difficulty",
-                        f"unknown difficulty {b.difficulty[:40]!r}; "
-                        f"one of: {', '.join(DIFFICULTIES)}",
-                    )
-                bot = for_difficulty(b.difficulty, b.seed, b.exploration)
-            else:
-                bot = BotConfig(b.name, b.iterations, b.time_ms, b.seed, b.exploration)
-            problems = check_bot(bot)
-            if problems:
-                field, problem = problems[0]
-                raise invalid(f"{where}.bot.{field}", problem)
-            if math.isnan(bot.exploration):
-                raise invalid(f"{where}.bot.exploration", "must be a number")
-            out.append(Seat(AI, name, bot))
-        else:
-            if s.HasField("bot"):
-                raise invalid(f"{where}.bot", "only AI seats have bot settings")
-            out.append(Seat(HUMAN, name, None))
-    return tuple(out)
+    return tuple(seat(s, f"seats[{i}]", f"Seat {i + 1}") for i, s in enumerate(req.seats))
+
+
+def seat(s: epb.SeatConfig, where: str, default_name: str) -> Seat:
+    """Who plays a seat (``where``: the field, for errors; ``default_name``: without one)."""
+    if s.kind not in (pb.SeatInfo.KIND_UNSPECIFIED, pb.SeatInfo.HUMAN, pb.SeatInfo.AI):
+        raise invalid(f"{where}.kind", f"unknown seat kind {s.kind}")
+    bad_name = names.problem(s.name) if s.name else None
+    if bad_name:
+        raise invalid(f"{where}.name", bad_name)
+    name = s.name or default_name
+    if s.kind != pb.SeatInfo.AI:
+        if s.HasField("bot"):
+            raise invalid(f"{where}.bot", "only AI seats have bot settings")
+        return Seat(HUMAN, name, None)
+    if not s.HasField("bot"):
+        raise invalid(f"{where}.bot", "an AI seat needs bot settings")
+    b = s.bot
+    if b.difficulty:
+        if b.name or b.iterations or b.time_ms:
+            raise invalid(
+                f"{where}.bot.difficulty",
+                "a difficulty sets the bot and its budget: leave name, iterations and "
+                "time_ms unset",
+            )
+        if b.difficulty.strip().lower() not in DIFFICULTIES:
+            raise invalid(
+                f"{where}.bot.difficulty",
+                f"unknown difficulty {b.difficulty[:40]!r}; one of: {', '.join(DIFFICULTIES)}",
+            )
+        bot = for_difficulty(b.difficulty, b.seed, b.exploration)
+    else:
+        bot = BotConfig(b.name, b.iterations, b.time_ms, b.seed, b.exploration)
+    problems = check_bot(bot)
+    if problems:
+        field, problem = problems[0]
+        raise invalid(f"{where}.bot.{field}", problem)
+    if math.isnan(bot.exploration):
+        raise invalid(f"{where}.bot.exploration", "must be a number")
+    return Seat(AI, name, bot)
 
 
 def seed(req: epb.CreateGameRequest) -> int | None:
@@ -98,6 +98,48 @@ def seed(req: epb.CreateGameRequest) -> int | None:
     if req.seed >= 2**63:
         raise invalid("seed", f"must be below 2**63, got {req.seed}")
     return req.seed
+
+
+MAX_TURN_SECONDS = 86_400
+MAX_BANK_SECONDS = 10 * 86_400
+
+
+def clock(req: epb.CreateGameRequest, seats: tuple[Seat, ...]) -> ClockSettings | None:
+    """The clocks asked for (None: the game has none)."""
+    if not req.HasField("clock"):
+        return None
+    c = req.clock
+    for name, value, most in (
+        ("turn_seconds", c.turn_seconds, MAX_TURN_SECONDS),
+        ("bank_seconds", c.bank_seconds, MAX_BANK_SECONDS),
+        ("increment_seconds", c.increment_seconds, MAX_TURN_SECONDS),
+    ):
+        if not 0 <= value <= most:
+            raise invalid(f"clock.{name}", f"must be 0..{most} seconds, got {value}")
+    if c.turn_seconds == 0 and c.bank_seconds == 0 and c.increment_seconds == 0:
+        raise invalid(
+            "clock", "set turn_seconds, bank_seconds or increment_seconds (or leave clock unset)"
+        )
+    if c.on_timeout not in POLICIES:
+        raise invalid("clock.on_timeout", f"unknown policy {c.on_timeout}")
+    policy = POLICIES[c.on_timeout]
+    level = c.bot_difficulty.strip().lower()
+    if policy != BOT and level:
+        raise invalid("clock.bot_difficulty", "is for on_timeout TIMEOUT_POLICY_BOT only")
+    if level and level not in DIFFICULTIES:
+        raise invalid(
+            "clock.bot_difficulty",
+            f"unknown difficulty {c.bot_difficulty[:40]!r}; one of {', '.join(DIFFICULTIES)}",
+        )
+    if all(s.kind == AI for s in seats):
+        raise invalid("clock", "clocks are for human seats, and this game has none")
+    return ClockSettings(
+        turn_ms=c.turn_seconds * 1000,
+        bank_ms=c.bank_seconds * 1000,
+        increment_ms=c.increment_seconds * 1000,
+        policy=policy,
+        bot_difficulty=(level or DEFAULT_BOT) if policy == BOT else "",
+    )
 
 
 def submit(req: epb.SubmitActionRequest) -> None:

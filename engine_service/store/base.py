@@ -133,6 +133,7 @@ class NewGame:
     created_ms: int
     ai_pending: bytes | None  # payload, if an AI seat moves first
     enqueued_at: float
+    clock_deadline_ms: int = 0  # when the first seat's clock runs out (0: no clock runs)
 
 
 @dataclass(slots=True)  # not frozen: a frozen one's __init__ costs 5x (one made per submit)
@@ -155,6 +156,9 @@ class Commit:
     updated_ms: int
     ai_pending: bytes | None  # the next AI move's payload, or None (clears any pending one)
     enqueued_at: float
+    # When the next seat's clock runs out (unix ms), indexed for the sweeper; 0: no clock runs
+    # (clears the game's entry)
+    clock_deadline_ms: int = 0
     # This write's own random id: the store answers OK to this same Commit sent again (a lost
     # reply), never to another request that makes the same commit id (the same action).
     attempt: str = field(default_factory=new_commit_id)
@@ -292,7 +296,33 @@ class Store(abc.ABC):
     async def oldest_ai_wait_start(self) -> float | None: ...
 
     @abc.abstractmethod
+    async def due_clocks(self, now_ms: int, limit: int) -> list[str]:
+        """Ids of games whose running clock ran out at or before ``now_ms``, earliest first."""
+
+    @abc.abstractmethod
+    async def claim_clock_bot(
+        self, game_id: str, version: int, commit_id: str, payload: bytes, enqueued_at: float
+    ) -> bool:
+        """Hand the move at ``version`` (with ``commit_id``) to a bot: the game's clock entry
+        is replaced by a pending AI move with ``payload``, if the game is still there (one
+        replica wins; the sweeper re-dispatches it as any AI move)."""
+
+    @abc.abstractmethod
     async def active_games(self) -> int: ...
+
+    @abc.abstractmethod
+    async def presence(
+        self,
+        game_id: str,
+        holder: str,
+        held: Sequence[int],
+        let_go: Sequence[int],
+        now_ms: int,
+        ttl_ms: int,
+    ) -> set[int]:
+        """Who is here: mark the seats ``held`` present on behalf of ``holder`` (a replica
+        with a watch stream of each open) until ``ttl_ms`` from ``now_ms`` unless renewed,
+        and ``let_go`` no longer; returns the seats some holder keeps present."""
 
     @abc.abstractmethod
     async def put_reply(self, game_id: str, key: str, data: bytes, ttl_seconds: float) -> None:

@@ -21,6 +21,8 @@ Keys of game ``G`` in bucket ``B`` (two digits)::
     asc:{B}:r:G:K   string: a reply left for the replica waiting for K (an analysis), short TTL
     asc:{B}:v:G     hash: the game's reviews, "<seat>:<version>" -> a rated decision, as long
                     as the game (``engine_service/store/reviews``)
+    asc:{B}:p:G     sorted set: the game's present seats, "<seat>:<replica>" by when each
+                    lapses unless its replica renews it (``presence_key``)
     asc:{B}:x:G:L   string: the claim of loss L of the game by the replica that counted it
                     (``claim_loss_key``), about a day
 
@@ -30,6 +32,8 @@ and the bucket's indexes and news::
     asc:{B}:active  sorted set: ids of unfinished games by last update (unix ms: of the move
                     that last renewed the game's lease, plus its margin; see the commit script)
     asc:{B}:ai      sorted set: ids of games waiting for an AI move, by when the wait began
+    asc:{B}:clock   sorted set: ids of games whose seat to move has a clock, by when its time
+                    runs out (unix ms)
     asc:{B}:news    stream (trimmed to a few hundred entries): field g = the id of a game that
                     has a new version; what watchers of the bucket's games block on
     asc:{B}:mark    string: a random id set once (``mark_key``); a watch reader that finds
@@ -71,6 +75,11 @@ def game_keys(game_id: str) -> tuple[str, str, str, str]:
     return f"{t}:g:{game_id}", f"{t}:w:{game_id}", f"{t}:l:{game_id}", f"{t}:i:{game_id}"
 
 
+def presence_key(game_id: str) -> str:
+    """Who is here in the game (the engine's presence.py), in the game's bucket."""
+    return f"{tag(bucket_of(game_id))}:p:{game_id}"
+
+
 def reviews_key(game_id: str) -> str:
     """The game's stored reviews (engine_service/store/reviews), in the game's bucket."""
     return f"{tag(bucket_of(game_id))}:v:{game_id}"
@@ -82,6 +91,14 @@ _INDEX_KEYS = tuple((f"{t}:games", f"{t}:active", f"{t}:ai") for t in _TAGS)
 
 def news_key(bucket: int) -> str:
     return _NEWS_KEYS[bucket]
+
+
+_CLOCK_KEYS = tuple(f"{t}:clock" for t in _TAGS)
+
+
+def clock_key(bucket: int) -> str:
+    """The bucket's clock index: games by when their running clock runs out."""
+    return _CLOCK_KEYS[bucket]
 
 
 def mark_key(bucket: int) -> str:

@@ -11,7 +11,7 @@ import asyncio
 import collections
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,7 @@ class _Game:
     idem: dict[str, IdempotentRecord] = field(default_factory=dict)
     ai: tuple[int, bytes, float] | None = None  # (version, payload, first enqueued)
     attempt: str = ""  # the last commit's Commit.attempt
+    clock: int = 0  # when the running clock runs out (unix ms), 0: none
 
 
 class MemoryStore(Store):
@@ -59,6 +60,7 @@ class MemoryStore(Store):
         self._changed = asyncio.Event()  # set (and replaced) on every change
         self._replies: dict[tuple[str, str], tuple[bytes, float]] = {}  # -> (data, expires at)
         self._claims: dict[tuple[str, str], float] = {}  # (game, loss) -> expires at
+        self._here: dict[str, dict[tuple[int, str], int]] = {}  # game -> (seat, holder) -> ms
 
     def _get(self, game_id: str) -> _Game | None:
         g = self._games.get(game_id)
@@ -97,6 +99,7 @@ class MemoryStore(Store):
             g.updates.append((StoredUpdate(1, game.commit_id, "", game.update), ""))
             if game.ai_pending is not None:
                 g.ai = (1, game.ai_pending, game.enqueued_at)
+            g.clock = game.clock_deadline_ms
             self._games[game.game_id] = g
             self._wake()
 
@@ -136,6 +139,7 @@ class MemoryStore(Store):
             if c.idem_key:
                 g.idem[c.idem_key] = record
             g.ai = None if c.ai_pending is None else (g.version, c.ai_pending, c.enqueued_at)
+            g.clock = 0 if c.over else c.clock_deadline_ms
             if c.over:
                 now = time.time()
                 g.expires_at = now + self.settings.finished_ttl
@@ -264,6 +268,47 @@ class MemoryStore(Store):
         with self._lock:
             starts = [p.first_enqueued for p in self._pending()]
             return min(starts) if starts else None
+
+    async def presence(
+        self,
+        game_id: str,
+        holder: str,
+        held: Sequence[int],
+        let_go: Sequence[int],
+        now_ms: int,
+        ttl_ms: int,
+    ) -> set[int]:
+        with self._lock:
+            here = {k: t for k, t in self._here.get(game_id, {}).items() if t > now_ms}
+            for seat in let_go:
+                here.pop((seat, holder), None)
+            for seat in held:
+                here[(seat, holder)] = now_ms + ttl_ms
+            if here:
+                self._here[game_id] = here
+            else:
+                self._here.pop(game_id, None)
+            return {seat for seat, _ in here}
+
+    async def due_clocks(self, now_ms: int, limit: int) -> list[str]:
+        with self._lock:
+            due = [
+                (g.clock, gid)
+                for gid in list(self._games)
+                if (g := self._get(gid)) is not None and 0 < g.clock <= now_ms
+            ]
+            return [gid for _, gid in sorted(due)[:limit]]
+
+    async def claim_clock_bot(
+        self, game_id: str, version: int, commit_id: str, payload: bytes, enqueued_at: float
+    ) -> bool:
+        with self._lock:
+            g = self._get(game_id)
+            if g is None or g.version != version or g.commit_id != commit_id or not g.clock:
+                return False
+            g.clock = 0
+            g.ai = (version, payload, enqueued_at)
+            return True
 
     async def active_games(self) -> int:
         with self._lock:

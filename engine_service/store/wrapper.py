@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine_service.store.base import (
@@ -81,6 +81,25 @@ class StoreWrapper(Store):
 
     async def oldest_ai_wait_start(self) -> float | None:
         return await self.inner.oldest_ai_wait_start()
+
+    async def presence(
+        self,
+        game_id: str,
+        holder: str,
+        held: Sequence[int],
+        let_go: Sequence[int],
+        now_ms: int,
+        ttl_ms: int,
+    ) -> set[int]:
+        return await self.inner.presence(game_id, holder, held, let_go, now_ms, ttl_ms)
+
+    async def due_clocks(self, now_ms: int, limit: int) -> list[str]:
+        return await self.inner.due_clocks(now_ms, limit)
+
+    async def claim_clock_bot(
+        self, game_id: str, version: int, commit_id: str, payload: bytes, enqueued_at: float
+    ) -> bool:
+        return await self.inner.claim_clock_bot(game_id, version, commit_id, payload, enqueued_at)
 
     async def active_games(self) -> int:
         return await self.inner.active_games()

@@ -42,26 +42,28 @@ class Game:
         self.bucket = keys.bucket_of(self.gid)
         self.games, self.active, self.ai = keys.index_keys(self.bucket)
         self.news = keys.news_key(self.bucket)
+        self.clock = keys.clock_key(self.bucket)
         self.cid1, self.cid2, self.attempt = "11" * 8, "22" * 8, "33" * 8
         self.r = r
         for script in (scripts.CREATE, scripts.COMMIT):  # (whatever the case's order)
             r.script_load(script.source)
 
-    def create(self) -> Any:
+    def create(self, clock: str = "") -> Any:
         entry = keys.pack_window_entry(1, False, self.cid1, "", b"u1")
         return _run(self.r, scripts.CREATE,
-                    [self.record, self.window, self.games, self.active, self.ai, self.news],
+                    [self.record, self.window, self.games, self.active, self.ai, self.news,
+                     self.clock],
                     self.gid, self.cid1, b"state-1", keys.pack_meta(b'{"m":1}'), entry, 0,
-                    1_000, "", "", 3600, 256)  # fmt: skip
+                    1_000, "", "", 3600, 256, clock)  # fmt: skip
 
-    def commit(self, expected_cid: str = "", ai: bytes = b"") -> Any:
+    def commit(self, expected_cid: str = "", ai: bytes = b"", clock: str = "") -> Any:
         entry = keys.pack_window_entry(2, False, self.cid2, self.cid1, b"u2", self.attempt)
         return _run(self.r, scripts.COMMIT,
                     [self.record, self.window, self.log, self.idem, self.active, self.ai,
-                     self.news],
+                     self.news, self.clock],
                     self.gid, 1, expected_cid or self.cid1, self.cid2, self.attempt, 0, 1, 2_000,
                     "12.5" if ai else "", b"state-2", entry, keys.pack_log_entry(0, 65536), "k1",
-                    b"fp", ai, 8, 3_600_000, 3_614_062, 600, 300, 256)  # fmt: skip
+                    b"fp", ai, 8, 3_600_000, 3_614_062, 600, 300, 256, clock)  # fmt: skip
 
 
 def _create(g: Game) -> None:
@@ -73,6 +75,10 @@ def _create(g: Game) -> None:
     assert g.r.hget(g.record, "version") == b"1"
     assert g.r.zscore(g.games, g.gid) == 0
     assert 0 < g.r.ttl(g.window) <= 3600
+    assert g.r.zscore(g.clock, g.gid) is None  # no clock, no entry
+    clocked = Game(g.r)
+    assert clocked.create(clock="5000") == 1
+    assert clocked.r.zscore(clocked.clock, clocked.gid) == 5000
 
 
 def _commit(g: Game) -> None:
@@ -86,6 +92,15 @@ def _commit(g: Game) -> None:
     assert g.r.llen(g.window) == 2
     assert g.r.get(g.log) == keys.pack_log_entry(0, 65536)
     assert g.r.pttl(g.record) > 3_600_000
+    assert g.r.zscore(g.clock, g.gid) is None
+    clocked = Game(g.r)
+    clocked.create(clock="5000")
+    assert clocked.commit(clock="9000")[0] == b"ok"  # the next seat's deadline replaces it
+    assert clocked.r.zscore(clocked.clock, clocked.gid) == 9000
+    cleared = Game(g.r)
+    cleared.create(clock="5000")
+    assert cleared.commit()[0] == b"ok"  # no clock runs now (an AI seat to move)
+    assert cleared.r.zscore(cleared.clock, cleared.gid) is None
 
 
 def _load_if_changed(g: Game) -> None:
@@ -132,8 +147,10 @@ def _delete(g: Game) -> None:
     g.commit()
     reviews = keys.reviews_key(g.gid)
     g.r.hset(reviews, "1:2", b"a rated decision")
-    ks = [g.record, g.window, g.log, g.idem, g.games, g.active, g.ai, reviews]
+    g.r.zadd(g.clock, {g.gid: 5000})
+    ks = [g.record, g.window, g.log, g.idem, g.games, g.active, g.ai, reviews, g.clock]
     assert _run(g.r, scripts.DELETE, ks, g.gid) == 1
+    assert g.r.zscore(g.clock, g.gid) is None
     assert g.r.exists(g.record, g.window, g.log, g.idem, reviews) == 0
     assert g.r.zscore(g.games, g.gid) is None
     assert _run(g.r, scripts.DELETE, ks, g.gid) == 0
@@ -173,6 +190,28 @@ def _claim(g: Game) -> None:
     assert g.r.hget(g.record, "ai") == b"2|p2"
 
 
+def _claim_clock(g: Game) -> None:
+    g.create(clock="5000")
+    ks = [g.record, g.clock, g.ai]
+    assert _run(g.r, scripts.CLAIM_CLOCK, ks, g.gid, 2, g.cid1, b"p", "7.5") == 0  # not at 2
+    assert _run(g.r, scripts.CLAIM_CLOCK, ks, g.gid, 1, g.cid1, b"p", "7.5") == 1
+    assert g.r.hget(g.record, "ai") == b"1|p" and g.r.zscore(g.ai, g.gid) == 7.5
+    assert g.r.zscore(g.clock, g.gid) is None
+    assert _run(g.r, scripts.CLAIM_CLOCK, ks, g.gid, 1, g.cid1, b"p", "7.5") == 0  # once
+
+
+def _presence(g: Game) -> None:
+    here = keys.presence_key(g.gid)
+    assert _run(g.r, scripts.PRESENCE, [here], 1_000, 16_000, 15_000, "r1", "0,1", "") == [
+        b"0:r1", b"1:r1"]  # fmt: skip
+    assert _run(g.r, scripts.PRESENCE, [here], 2_000, 17_000, 15_000, "r2", "1", "") == [
+        b"0:r1", b"1:r1", b"1:r2"]  # fmt: skip
+    assert _run(g.r, scripts.PRESENCE, [here], 3_000, 0, 0, "r1", "", "1") == [b"0:r1", b"1:r2"]
+    assert 0 < g.r.pttl(here) <= 15_000
+    # r1 died: its seat lapses once its time is past; r2 renewed its own
+    assert _run(g.r, scripts.PRESENCE, [here], 16_500, 31_500, 15_000, "r2", "1", "") == [b"1:r2"]
+
+
 def _claim_loss(g: Game) -> None:
     lost_at = keys.claim_loss_key(g.gid, "v2")
     assert _run(g.r, scripts.CLAIM_LOSS, [lost_at, g.record], 60_000, "0") == 1
@@ -209,7 +248,9 @@ CASES: dict[str, Callable[[Game], None]] = {
     "news_since": _news_since,
     "heads": _heads,
     "claim": _claim,
+    "claim_clock": _claim_clock,
     "claim_loss": _claim_loss,
+    "presence": _presence,
     "bucket_mark": _bucket_mark,
 }
 

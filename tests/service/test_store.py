@@ -140,13 +140,13 @@ def test_the_commit_is_packed_as_the_generic_packing_would() -> None:
 
     store._hot.call = call  # type: ignore[method-assign]
     gid = _game_id()
-    for cid, parent, key, state, ai in (
-        ("0123456789abcdef", "fedcba9876543210", "k1", b"s" * 10, None),
-        ("ü-2", "é-1", "clé", b"s" * 5000, b'{"seat":1}'),
-        ("x", "", "", b"", None),
+    for cid, parent, key, state, ai, clock in (
+        ("0123456789abcdef", "fedcba9876543210", "k1", b"s" * 10, None, 0),
+        ("ü-2", "é-1", "clé", b"s" * 5000, b'{"seat":1}', 0),
+        ("x", "", "", b"", None, 1_796_435_331_041),
     ):
         c = dataclasses.replace(_commit(gid, 7, parent, key=key, cid=cid), state=state,
-                                ai_pending=ai, enqueued_at=12.5)  # fmt: skip
+                                ai_pending=ai, enqueued_at=12.5, clock_deadline_ms=clock)  # fmt: skip
         asyncio.run(store.commit(c))
         ks = keys.game_keys(gid)
         _, active, ai_index = keys.index_keys(keys.bucket_of(gid))
@@ -156,9 +156,10 @@ def test_the_commit_is_packed_as_the_generic_packing_would() -> None:
             state, keys.pack_window_entry(8, False, cid, parent, c.update, c.attempt),
             keys.pack_log_entry(c.seat, c.action), key, c.fingerprint, ai or b"", st.window,
             st.idle_ttl * 1000, st.idle_ttl * 1000 + st.idle_ttl * 1000 // LEASE_MARGIN,
-            st.finished_ttl, st.finished_window_ttl, core.NEWS_LENGTH,
+            st.finished_ttl, st.finished_window_ttl, core.NEWS_LENGTH, str(clock) if clock else "",
         )  # fmt: skip
-        expected = pack("EVALSHA", store._commit.sha, 7, *ks, active, ai_index, keys.news_key(keys.bucket_of(gid)), *args)  # fmt: skip
+        b = keys.bucket_of(gid)
+        expected = pack("EVALSHA", store._commit.sha, 8, *ks, active, ai_index, keys.news_key(b), keys.clock_key(b), *args)  # fmt: skip
         assert sent.pop() == expected
 
 

@@ -1,4 +1,4 @@
-"""commit.lua's keys and arguments for a Commit (KEYS 1-7 and ARGV 1-21, see the script):
+"""commit.lua's keys and arguments for a Commit (KEYS 1-8 and ARGV 1-22, see the script):
 as values, and packed by hand in the Redis protocol for the hand-written connection (the same
 bytes as ``resp.pack`` makes of the values, in a fraction of its time)."""
 
@@ -11,7 +11,7 @@ from engine_service.store.base import Commit
 from engine_service.store.redis import scripts
 from engine_service.store.redis.resp import bulks, head
 
-COMMIT_KEYS, COMMIT_ITEMS = 7, 28  # (keys and arguments of commit.lua)
+COMMIT_KEYS, COMMIT_ITEMS = 8, 30  # (keys and arguments of commit.lua)
 COMMIT_HEAD = b"*%d\r\n" % (COMMIT_ITEMS + 3) + bulks(("EVALSHA", scripts.COMMIT.sha, COMMIT_KEYS))
 
 
@@ -19,7 +19,7 @@ def _keys(game_id: str) -> tuple[str, ...]:
     ks = keys.game_keys(game_id)
     b = keys.bucket_of(game_id)
     _, active, ai = keys.index_keys(b)
-    return (*ks, active, ai, keys.news_key(b))
+    return (*ks, active, ai, keys.news_key(b), keys.clock_key(b))
 
 
 def items(c: Commit, tail: tuple[int, ...]) -> tuple[tuple[str, ...], tuple[bytes | str | int, ...]]:
@@ -32,8 +32,21 @@ def items(c: Commit, tail: tuple[int, ...]) -> tuple[tuple[str, ...], tuple[byte
             1 if c.over else 0, str(c.to_move), str(c.updated_ms),
             repr(c.enqueued_at) if ai else "",  # (read only with a payload)
             c.state, entry, keys.pack_log_entry(c.seat, c.action), c.idem_key, c.fingerprint, ai,
-            *tail)  # fmt: skip
+            *tail, clock(c))  # fmt: skip
     return _keys(c.game_id), args
+
+
+def clock(c: Commit) -> str:
+    """ARGV 22: the next clock's deadline, "" for none."""
+    return str(c.clock_deadline_ms) if c.clock_deadline_ms > 0 else ""
+
+
+def packed_clock(c: Commit) -> bytes:
+    """ARGV 22, packed (it follows the store's settings)."""
+    if c.clock_deadline_ms <= 0:
+        return b"$0\r\n\r\n"
+    d = str(c.clock_deadline_ms)
+    return b"$%d\r\n%s\r\n" % (len(d), d.encode())
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -44,7 +57,8 @@ def _packed_keys(game_id: str) -> bytes:
 
 
 def packed(c: Commit) -> bytes:
-    """KEYS and ARGV 1-15 of ``items``, packed by hand (ARGV 16-21 are the caller's)."""
+    """KEYS and ARGV 1-15 of ``items``, packed by hand (ARGV 16-21 are the caller's, then
+    ``packed_clock``)."""
     ai = c.ai_pending or b""
     enqueued = repr(c.enqueued_at) if ai else ""  # (read only with a payload)
     ev, cid, parent, attempt = str(c.expected_version), c.commit_id, c.expected_commit_id, c.attempt

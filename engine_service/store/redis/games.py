@@ -48,10 +48,14 @@ class RedisGames(RedisCore):
             repr(game.enqueued_at),
             self.settings.idle_ttl,
             NEWS_LENGTH,
+            str(game.clock_deadline_ms) if game.clock_deadline_ms > 0 else "",
         )
         news = keys.news_key(b)
         wait = self._wait_replicas > 0  # (a game acknowledged survives a failover, as a move)
-        replies = await self._script(self._create, (g, u, games, active, ai, news), args, wait=wait)
+        clock = keys.clock_key(b)
+        replies = await self._script(
+            self._create, (g, u, games, active, ai, news, clock), args, wait=wait
+        )
         if not replies[0]:
             raise ValueError(f"game {game.game_id} exists")
         if wait:
@@ -181,7 +185,12 @@ class RedisGames(RedisCore):
         b = keys.bucket_of(game_id)
         (existed,) = await self._script(
             self._delete,
-            (*keys.game_keys(game_id), *keys.index_keys(b), keys.reviews_key(game_id)),
+            (
+                *keys.game_keys(game_id),
+                *keys.index_keys(b),
+                keys.reviews_key(game_id),
+                keys.clock_key(b),
+            ),
             (game_id,),
         )
         return bool(existed)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from redis.exceptions import RedisClusterException, RedisError
@@ -28,6 +28,8 @@ def _page(p: Any, bucket: int, top: str, n: int) -> None:
 class RedisIndex(RedisCore):
     _claim = scripts.CLAIM
     _claim_loss = scripts.CLAIM_LOSS
+    _claim_clock = scripts.CLAIM_CLOCK
+    _presence = scripts.PRESENCE
 
     async def _each_bucket(self, command: Callable[[Any, int], None]) -> list[Any]:
         """One command per bucket, pipelined (a Cluster pipeline sends each node its own)."""
@@ -127,6 +129,40 @@ class RedisIndex(RedisCore):
         starts = [float(f[0][1]) for f in firsts if f]
         return min(starts) if starts else None
 
+    async def presence(
+        self,
+        game_id: str,
+        holder: str,
+        held: Sequence[int],
+        let_go: Sequence[int],
+        now_ms: int,
+        ttl_ms: int,
+    ) -> set[int]:
+        args = (now_ms, now_ms + ttl_ms, ttl_ms, holder, ",".join(map(str, held)),
+                ",".join(map(str, let_go)))  # fmt: skip
+        (members,) = await self._script(self._presence, (keys.presence_key(game_id),), args)
+        return {int(m.split(b":", 1)[0]) for m in members}
+
+    async def due_clocks(self, now_ms: int, limit: int) -> list[str]:
+        per_bucket = await self._guard(
+            self._each_bucket(
+                lambda p, b: p.zrangebyscore(
+                    keys.clock_key(b), "-inf", now_ms, start=0, num=limit, withscores=True
+                )
+            )
+        )
+        rows = sorted(((gid.decode(), due) for r in per_bucket for gid, due in r), key=lambda r: r[1])
+        return [gid for gid, _ in rows[:limit]]
+
+    async def claim_clock_bot(
+        self, game_id: str, version: int, commit_id: str, payload: bytes, enqueued_at: float
+    ) -> bool:
+        b = keys.bucket_of(game_id)
+        ks = (keys.game_keys(game_id)[0], keys.clock_key(b), keys.index_keys(b)[2])
+        args = (game_id, str(version), commit_id, payload, repr(enqueued_at))
+        (ok,) = await self._script(self._claim_clock, ks, args)
+        return bool(ok)
+
     async def active_games(self) -> int:
         counts = await self._guard(self._each_bucket(lambda p, b: p.zcard(keys.index_keys(b)[1])))
         return sum(int(n) for n in counts)
@@ -165,6 +201,13 @@ class RedisIndex(RedisCore):
             dropped += sum(int(n) for n in counts)
             counts = await self._each_bucket(
                 lambda p, b: p.zremrangebyscore(keys.index_keys(b)[2], "-inf", f"({idle_before!r}")
+            )
+            dropped += sum(int(n) for n in counts)
+            # (a clock that ran out longer ago than a game stays idle: its game has expired)
+            counts = await self._each_bucket(
+                lambda p, b: p.zremrangebyscore(
+                    keys.clock_key(b), "-inf", f"({int(idle_before * 1000)}"
+                )
             )
             dropped += sum(int(n) for n in counts)
             per = max(1, limit // keys.BUCKETS)

@@ -305,7 +305,8 @@ class HandWritten(Connection):
             packed_tail = self._tails[tail] = bulks(tail)
         return await self._packed_script(
             scripts.COMMIT, keys.game_keys(c.game_id)[0], commit_args.COMMIT_KEYS,
-            commit_args.COMMIT_ITEMS, commit_args.packed(c) + packed_tail, wait,
+            commit_args.COMMIT_ITEMS,
+            commit_args.packed(c) + packed_tail + commit_args.packed_clock(c), wait,
             commit_args.COMMIT_HEAD,
         )  # fmt: skip
 

@@ -59,14 +59,16 @@ class SeatConfig(_message.Message):
     def __init__(self, kind: _Optional[_Union[_game_pb2.SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot: _Optional[_Union[BotSettings, _Mapping]] = ...) -> None: ...
 
 class CreateGameRequest(_message.Message):
-    __slots__ = ("sets", "seats", "seed")
+    __slots__ = ("sets", "seats", "seed", "clock")
     SETS_FIELD_NUMBER: _ClassVar[int]
     SEATS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_FIELD_NUMBER: _ClassVar[int]
     sets: str
     seats: _containers.RepeatedCompositeFieldContainer[SeatConfig]
     seed: int
-    def __init__(self, sets: _Optional[str] = ..., seats: _Optional[_Iterable[_Union[SeatConfig, _Mapping]]] = ..., seed: _Optional[int] = ...) -> None: ...
+    clock: _game_pb2.ClockSettings
+    def __init__(self, sets: _Optional[str] = ..., seats: _Optional[_Iterable[_Union[SeatConfig, _Mapping]]] = ..., seed: _Optional[int] = ..., clock: _Optional[_Union[_game_pb2.ClockSettings, _Mapping]] = ...) -> None: ...
 
 class CreateGameResponse(_message.Message):
     __slots__ = ("game_id", "seat_tokens", "admin_token", "view")
@@ -143,14 +145,18 @@ class SubmitActionResponse(_message.Message):
     def __init__(self, update: _Optional[_Union[_game_pb2.GameUpdate, _Mapping]] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ..., replayed: _Optional[bool] = ...) -> None: ...
 
 class WatchGameRequest(_message.Message):
-    __slots__ = ("game_id", "after_version", "after_commit_id")
+    __slots__ = ("game_id", "after_version", "after_commit_id", "token", "with_presence")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_VERSION_FIELD_NUMBER: _ClassVar[int]
     AFTER_COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    WITH_PRESENCE_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     after_version: int
     after_commit_id: str
-    def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ..., after_commit_id: _Optional[str] = ...) -> None: ...
+    token: str
+    with_presence: bool
+    def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ..., after_commit_id: _Optional[str] = ..., token: _Optional[str] = ..., with_presence: _Optional[bool] = ...) -> None: ...
 
 class ListGamesRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "active_only")
@@ -365,3 +371,41 @@ class DecisionReview(_message.Message):
     stored: bool
     view: _game_pb2.GameView
     def __init__(self, version: _Optional[int] = ..., action: _Optional[int] = ..., description: _Optional[str] = ..., best_action: _Optional[int] = ..., best_description: _Optional[str] = ..., win_probability: _Optional[float] = ..., best_win_probability: _Optional[float] = ..., label: _Optional[_Union[ReviewLabel, str]] = ..., seat: _Optional[int] = ..., turn: _Optional[int] = ..., win_probabilities: _Optional[_Iterable[float]] = ..., index: _Optional[int] = ..., total: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ..., stored: _Optional[bool] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...
+
+class ResignRequest(_message.Message):
+    __slots__ = ("game_id", "token")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    token: str
+    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ...) -> None: ...
+
+class ResignResponse(_message.Message):
+    __slots__ = ("update", "view")
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    update: _game_pb2.GameUpdate
+    view: _game_pb2.GameView
+    def __init__(self, update: _Optional[_Union[_game_pb2.GameUpdate, _Mapping]] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...
+
+class HandOverSeatRequest(_message.Message):
+    __slots__ = ("game_id", "admin_token", "seat", "to")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    admin_token: str
+    seat: int
+    to: SeatConfig
+    def __init__(self, game_id: _Optional[str] = ..., admin_token: _Optional[str] = ..., seat: _Optional[int] = ..., to: _Optional[_Union[SeatConfig, _Mapping]] = ...) -> None: ...
+
+class HandOverSeatResponse(_message.Message):
+    __slots__ = ("seat_token", "update", "view")
+    SEAT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    seat_token: str
+    update: _game_pb2.GameUpdate
+    view: _game_pb2.GameView
+    def __init__(self, seat_token: _Optional[str] = ..., update: _Optional[_Union[_game_pb2.GameUpdate, _Mapping]] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...

@@ -96,6 +96,16 @@ class EngineStub:
                 request_serializer=ascension_dot_v1_dot_engine__pb2.ReviewGameRequest.SerializeToString,
                 response_deserializer=ascension_dot_v1_dot_engine__pb2.DecisionReview.FromString,
                 _registered_method=True)
+        self.Resign = channel.unary_unary(
+                '/ascension.v1.Engine/Resign',
+                request_serializer=ascension_dot_v1_dot_engine__pb2.ResignRequest.SerializeToString,
+                response_deserializer=ascension_dot_v1_dot_engine__pb2.ResignResponse.FromString,
+                _registered_method=True)
+        self.HandOverSeat = channel.unary_unary(
+                '/ascension.v1.Engine/HandOverSeat',
+                request_serializer=ascension_dot_v1_dot_engine__pb2.HandOverSeatRequest.SerializeToString,
+                response_deserializer=ascension_dot_v1_dot_engine__pb2.HandOverSeatResponse.FromString,
+                _registered_method=True)
 
 
 class EngineServicer:
@@ -202,6 +212,22 @@ class EngineServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Resign(self, request, context):
+        """A seat's player resigns (with the seat's token): the seat is out (docs/rules-notes.md,
+        "Resigning and seats that change hands"); an entry of the history and the replay.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HandOverSeat(self, request, context):
+        """Hand a seat to a bot or to a new player (with the admin token, or an operator key): the
+        seat's old token stops working at once; an entry of the history and the replay.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -264,6 +290,16 @@ def add_EngineServicer_to_server(servicer, server):
                     servicer.ReviewGame,
                     request_deserializer=ascension_dot_v1_dot_engine__pb2.ReviewGameRequest.FromString,
                     response_serializer=ascension_dot_v1_dot_engine__pb2.DecisionReview.SerializeToString,
+            ),
+            'Resign': grpc.unary_unary_rpc_method_handler(
+                    servicer.Resign,
+                    request_deserializer=ascension_dot_v1_dot_engine__pb2.ResignRequest.FromString,
+                    response_serializer=ascension_dot_v1_dot_engine__pb2.ResignResponse.SerializeToString,
+            ),
+            'HandOverSeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.HandOverSeat,
+                    request_deserializer=ascension_dot_v1_dot_engine__pb2.HandOverSeatRequest.FromString,
+                    response_serializer=ascension_dot_v1_dot_engine__pb2.HandOverSeatResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -590,6 +626,60 @@ class Engine:
             '/ascension.v1.Engine/ReviewGame',
             ascension_dot_v1_dot_engine__pb2.ReviewGameRequest.SerializeToString,
             ascension_dot_v1_dot_engine__pb2.DecisionReview.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Resign(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ascension.v1.Engine/Resign',
+            ascension_dot_v1_dot_engine__pb2.ResignRequest.SerializeToString,
+            ascension_dot_v1_dot_engine__pb2.ResignResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HandOverSeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ascension.v1.Engine/HandOverSeat',
+            ascension_dot_v1_dot_engine__pb2.HandOverSeatRequest.SerializeToString,
+            ascension_dot_v1_dot_engine__pb2.HandOverSeatResponse.FromString,
             options,
             channel_credentials,
             insecure,

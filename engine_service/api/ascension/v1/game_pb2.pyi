@@ -9,6 +9,15 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class TimeoutPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TIMEOUT_POLICY_UNSPECIFIED: _ClassVar[TimeoutPolicy]
+    TIMEOUT_POLICY_FORCED_MOVE: _ClassVar[TimeoutPolicy]
+    TIMEOUT_POLICY_BOT: _ClassVar[TimeoutPolicy]
+TIMEOUT_POLICY_UNSPECIFIED: TimeoutPolicy
+TIMEOUT_POLICY_FORCED_MOVE: TimeoutPolicy
+TIMEOUT_POLICY_BOT: TimeoutPolicy
+
 class Card(_message.Message):
     __slots__ = ("id", "key", "name", "type", "faction", "cost", "honor", "text", "set", "copies")
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -142,7 +151,7 @@ class Score(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., cards: _Optional[int] = ..., tokens: _Optional[int] = ..., treasure: _Optional[int] = ..., coins: _Optional[int] = ..., card_text: _Optional[int] = ..., total: _Optional[int] = ...) -> None: ...
 
 class SeatInfo(_message.Message):
-    __slots__ = ("seat", "kind", "name", "bot_name", "fallback_moves", "last_fallback_reason", "last_fallback_version", "difficulty")
+    __slots__ = ("seat", "kind", "name", "bot_name", "fallback_moves", "last_fallback_reason", "last_fallback_version", "difficulty", "present", "resigned")
     class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         KIND_UNSPECIFIED: _ClassVar[SeatInfo.Kind]
@@ -159,6 +168,8 @@ class SeatInfo(_message.Message):
     LAST_FALLBACK_REASON_FIELD_NUMBER: _ClassVar[int]
     LAST_FALLBACK_VERSION_FIELD_NUMBER: _ClassVar[int]
     DIFFICULTY_FIELD_NUMBER: _ClassVar[int]
+    PRESENT_FIELD_NUMBER: _ClassVar[int]
+    RESIGNED_FIELD_NUMBER: _ClassVar[int]
     seat: int
     kind: SeatInfo.Kind
     name: str
@@ -167,7 +178,9 @@ class SeatInfo(_message.Message):
     last_fallback_reason: str
     last_fallback_version: int
     difficulty: str
-    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot_name: _Optional[str] = ..., fallback_moves: _Optional[int] = ..., last_fallback_reason: _Optional[str] = ..., last_fallback_version: _Optional[int] = ..., difficulty: _Optional[str] = ...) -> None: ...
+    present: bool
+    resigned: bool
+    def __init__(self, seat: _Optional[int] = ..., kind: _Optional[_Union[SeatInfo.Kind, str]] = ..., name: _Optional[str] = ..., bot_name: _Optional[str] = ..., fallback_moves: _Optional[int] = ..., last_fallback_reason: _Optional[str] = ..., last_fallback_version: _Optional[int] = ..., difficulty: _Optional[str] = ..., present: _Optional[bool] = ..., resigned: _Optional[bool] = ...) -> None: ...
 
 class Board(_message.Message):
     __slots__ = ("turn", "active_seat", "first_seat", "runes", "power", "seats", "center", "kraken", "ghost_pirate_space", "board_coin", "board_coin_space", "honor_pool", "final_round", "the_void", "mystic_pile", "heavy_infantry_pile", "center_deck_count", "treasure_bag_count", "decision")
@@ -212,7 +225,7 @@ class Board(_message.Message):
     def __init__(self, turn: _Optional[int] = ..., active_seat: _Optional[int] = ..., first_seat: _Optional[int] = ..., runes: _Optional[int] = ..., power: _Optional[int] = ..., seats: _Optional[_Iterable[_Union[SeatState, _Mapping]]] = ..., center: _Optional[_Iterable[_Union[CenterSpace, _Mapping]]] = ..., kraken: _Optional[_Union[Kraken, _Mapping]] = ..., ghost_pirate_space: _Optional[int] = ..., board_coin: _Optional[_Union[Coin, _Mapping]] = ..., board_coin_space: _Optional[int] = ..., honor_pool: _Optional[int] = ..., final_round: _Optional[bool] = ..., the_void: _Optional[_Iterable[int]] = ..., mystic_pile: _Optional[int] = ..., heavy_infantry_pile: _Optional[int] = ..., center_deck_count: _Optional[int] = ..., treasure_bag_count: _Optional[int] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ...) -> None: ...
 
 class GameView(_message.Message):
-    __slots__ = ("game_id", "version", "seat", "to_move", "over", "legal_actions", "board", "seat_info", "sets", "players", "scores", "winner", "catalog_fingerprint", "rules_view", "commit_id")
+    __slots__ = ("game_id", "version", "seat", "to_move", "over", "legal_actions", "board", "seat_info", "sets", "players", "scores", "winner", "catalog_fingerprint", "rules_view", "commit_id", "clock")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
@@ -228,6 +241,7 @@ class GameView(_message.Message):
     CATALOG_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     RULES_VIEW_FIELD_NUMBER: _ClassVar[int]
     COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     version: int
     seat: int
@@ -243,7 +257,40 @@ class GameView(_message.Message):
     catalog_fingerprint: str
     rules_view: bytes
     commit_id: str
-    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., legal_actions: _Optional[_Iterable[_Union[LegalAction, _Mapping]]] = ..., board: _Optional[_Union[Board, _Mapping]] = ..., seat_info: _Optional[_Iterable[_Union[SeatInfo, _Mapping]]] = ..., sets: _Optional[str] = ..., players: _Optional[int] = ..., scores: _Optional[_Iterable[_Union[Score, _Mapping]]] = ..., winner: _Optional[int] = ..., catalog_fingerprint: _Optional[str] = ..., rules_view: _Optional[bytes] = ..., commit_id: _Optional[str] = ...) -> None: ...
+    clock: ClockState
+    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., legal_actions: _Optional[_Iterable[_Union[LegalAction, _Mapping]]] = ..., board: _Optional[_Union[Board, _Mapping]] = ..., seat_info: _Optional[_Iterable[_Union[SeatInfo, _Mapping]]] = ..., sets: _Optional[str] = ..., players: _Optional[int] = ..., scores: _Optional[_Iterable[_Union[Score, _Mapping]]] = ..., winner: _Optional[int] = ..., catalog_fingerprint: _Optional[str] = ..., rules_view: _Optional[bytes] = ..., commit_id: _Optional[str] = ..., clock: _Optional[_Union[ClockState, _Mapping]] = ...) -> None: ...
+
+class ClockSettings(_message.Message):
+    __slots__ = ("turn_seconds", "bank_seconds", "increment_seconds", "on_timeout", "bot_difficulty")
+    TURN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    BANK_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    INCREMENT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ON_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    BOT_DIFFICULTY_FIELD_NUMBER: _ClassVar[int]
+    turn_seconds: int
+    bank_seconds: int
+    increment_seconds: int
+    on_timeout: TimeoutPolicy
+    bot_difficulty: str
+    def __init__(self, turn_seconds: _Optional[int] = ..., bank_seconds: _Optional[int] = ..., increment_seconds: _Optional[int] = ..., on_timeout: _Optional[_Union[TimeoutPolicy, str]] = ..., bot_difficulty: _Optional[str] = ...) -> None: ...
+
+class ClockState(_message.Message):
+    __slots__ = ("settings", "seat", "deadline_unix_ms", "started_unix_ms", "bank_ms", "turn_ms", "timeouts")
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    BANK_MS_FIELD_NUMBER: _ClassVar[int]
+    TURN_MS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUTS_FIELD_NUMBER: _ClassVar[int]
+    settings: ClockSettings
+    seat: int
+    deadline_unix_ms: int
+    started_unix_ms: int
+    bank_ms: _containers.RepeatedScalarFieldContainer[int]
+    turn_ms: _containers.RepeatedScalarFieldContainer[int]
+    timeouts: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, settings: _Optional[_Union[ClockSettings, _Mapping]] = ..., seat: _Optional[int] = ..., deadline_unix_ms: _Optional[int] = ..., started_unix_ms: _Optional[int] = ..., bank_ms: _Optional[_Iterable[int]] = ..., turn_ms: _Optional[_Iterable[int]] = ..., timeouts: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class GameEvent(_message.Message):
     __slots__ = ("kind", "text", "data")
@@ -256,7 +303,7 @@ class GameEvent(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., text: _Optional[str] = ..., data: _Optional[str] = ...) -> None: ...
 
 class GameUpdate(_message.Message):
-    __slots__ = ("game_id", "version", "seat", "action", "action_kind", "description", "events", "to_move", "over", "time_unix_ms", "commit_id", "parent_commit_id", "forced")
+    __slots__ = ("game_id", "version", "seat", "action", "action_kind", "description", "events", "to_move", "over", "time_unix_ms", "commit_id", "parent_commit_id", "forced", "clock", "timeout", "present_seats", "presence_only")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
@@ -270,6 +317,10 @@ class GameUpdate(_message.Message):
     COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     PARENT_COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     FORCED_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    PRESENT_SEATS_FIELD_NUMBER: _ClassVar[int]
+    PRESENCE_ONLY_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     version: int
     seat: int
@@ -283,4 +334,8 @@ class GameUpdate(_message.Message):
     commit_id: str
     parent_commit_id: str
     forced: bool
-    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., action: _Optional[int] = ..., action_kind: _Optional[str] = ..., description: _Optional[str] = ..., events: _Optional[_Iterable[_Union[GameEvent, _Mapping]]] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., time_unix_ms: _Optional[int] = ..., commit_id: _Optional[str] = ..., parent_commit_id: _Optional[str] = ..., forced: _Optional[bool] = ...) -> None: ...
+    clock: ClockState
+    timeout: str
+    present_seats: _containers.RepeatedScalarFieldContainer[int]
+    presence_only: bool
+    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., action: _Optional[int] = ..., action_kind: _Optional[str] = ..., description: _Optional[str] = ..., events: _Optional[_Iterable[_Union[GameEvent, _Mapping]]] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., time_unix_ms: _Optional[int] = ..., commit_id: _Optional[str] = ..., parent_commit_id: _Optional[str] = ..., forced: _Optional[bool] = ..., clock: _Optional[_Union[ClockState, _Mapping]] = ..., timeout: _Optional[str] = ..., present_seats: _Optional[_Iterable[int]] = ..., presence_only: _Optional[bool] = ...) -> None: ...

@@ -1,12 +1,13 @@
 -- A new version of a game, if it is still at the version and commit id the caller built on
 -- (compare-and-set), in one step: see engine_service/store/redis/games.py.
--- KEYS: record, window, log, idem, active, ai, news
+-- KEYS: record, window, log, idem, active, ai, news, clock
 -- ARGV: 1 id, 2 expected version, 3 expected cid, 4 new cid, 5 attempt (this write's own
 --       random id), 6 over, 7 to_move, 8 updated ms, 9 enqueued at, 10 state, 11 window entry
 --       (the update, see keys.pack_window_entry), 12 log entry, 13 idem key, 14 fingerprint,
 --       15 ai payload, 16 window, 17 idle ttl (ms), 18 lease (ms), 19 finished ttl,
---       20 finished window ttl, 21 news length (in this order: the store packs the game's, the
---       text, the bytes and its settings apart, see commit_args.py)
+--       20 finished window ttl, 21 news length, 22 clock deadline (unix ms; '' for none) (in
+--       this order: the store packs the game's, the text, the bytes, its settings and the
+--       clock apart, see commit_args.py)
 -- Returns {status, version, cid} ('ok', 'conflict', 'missing'), or {'duplicate', version,
 -- cid, what the idempotency key wrote}.
 local cur = redis.call('HMGET', KEYS[1], 'version', 'cid', 'at')
@@ -50,6 +51,12 @@ local log = redis.call('GET', KEYS[3])
 redis.call('SET', KEYS[3], (log or '') .. ARGV[12], 'KEEPTTL')
 local created = not log
 redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[21], '*', 'g', ARGV[1])
+-- (a game without clocks never has an entry: ZREM of nothing costs a lookup)
+if ARGV[22] ~= '' and ARGV[6] ~= '1' then
+  redis.call('ZADD', KEYS[8], ARGV[22], ARGV[1])
+else
+  redis.call('ZREM', KEYS[8], ARGV[1])
+end
 local record = nv .. '|' .. ARGV[14]
 if ARGV[6] == '1' then
   -- Over: the record, log and last key are kept for replay; the window a little while, for

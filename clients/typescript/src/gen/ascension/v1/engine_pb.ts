@@ -33,7 +33,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Card, GameUpdate, GameUpdateSchema, GameView, GameViewSchema, LegalAction, Score, SeatInfo, SeatInfo_Kind } from "./game_pb.js";
+import type { Card, ClockSettings, GameUpdate, GameUpdateSchema, GameView, GameViewSchema, LegalAction, Score, SeatInfo, SeatInfo_Kind } from "./game_pb.js";
 import { file_ascension_v1_game } from "./game_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -41,7 +41,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ascension/v1/engine.proto.
  */
 export const file_ascension_v1_engine: GenFile = /*@__PURE__*/
-  fileDesc("Chlhc2NlbnNpb24vdjEvZW5naW5lLnByb3RvEgxhc2NlbnNpb24udjEidwoLQm90U2V0dGluZ3MSDAoEbmFtZRgBIAEoCRISCgppdGVyYXRpb25zGAIgASgFEg8KB3RpbWVfbXMYAyABKAUSDAoEc2VlZBgEIAEoBBITCgtleHBsb3JhdGlvbhgFIAEoARISCgpkaWZmaWN1bHR5GAYgASgJIm0KClNlYXRDb25maWcSKQoEa2luZBgBIAEoDjIbLmFzY2Vuc2lvbi52MS5TZWF0SW5mby5LaW5kEgwKBG5hbWUYAiABKAkSJgoDYm90GAMgASgLMhkuYXNjZW5zaW9uLnYxLkJvdFNldHRpbmdzImYKEUNyZWF0ZUdhbWVSZXF1ZXN0EgwKBHNldHMYASABKAkSJwoFc2VhdHMYAiADKAsyGC5hc2NlbnNpb24udjEuU2VhdENvbmZpZxIRCgRzZWVkGAMgASgESACIAQFCBwoFX3NlZWQidQoSQ3JlYXRlR2FtZVJlc3BvbnNlEg8KB2dhbWVfaWQYASABKAkSEwoLc2VhdF90b2tlbnMYAiADKAkSEwoLYWRtaW5fdG9rZW4YAyABKAkSJAoEdmlldxgEIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldyIwCg5HZXRHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJIjkKF0xpc3RMZWdhbEFjdGlvbnNSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkihwEKGExpc3RMZWdhbEFjdGlvbnNSZXNwb25zZRIPCgdnYW1lX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAMSDAoEc2VhdBgDIAEoBRIPCgd0b19tb3ZlGAQgASgFEioKB2FjdGlvbnMYBSADKAsyGS5hc2NlbnNpb24udjEuTGVnYWxBY3Rpb24i8QEKE1N1Ym1pdEFjdGlvblJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAMgASgDEg4KBmFjdGlvbhgEIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSLQoLdmlld19kZXRhaWwYBiABKA4yGC5hc2NlbnNpb24udjEuVmlld0RldGFpbBIaChJleHBlY3RlZF9jb21taXRfaWQYByABKAkSEwoLc2VhdF90b2tlbnMYCCADKAkSFwoPZmFsbGJhY2tfcmVhc29uGAkgASgJIngKFFN1Ym1pdEFjdGlvblJlc3BvbnNlEigKBnVwZGF0ZRgBIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAiABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSEAoIcmVwbGF5ZWQYAyABKAgiUwoQV2F0Y2hHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhUKDWFmdGVyX3ZlcnNpb24YAiABKAMSFwoPYWZ0ZXJfY29tbWl0X2lkGAMgASgJIk4KEExpc3RHYW1lc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSEwoLYWN0aXZlX29ubHkYAyABKAgixgEKC0dhbWVTdW1tYXJ5Eg8KB2dhbWVfaWQYASABKAkSDAoEc2V0cxgCIAEoCRIPCgdwbGF5ZXJzGAMgASgFEg8KB3ZlcnNpb24YBCABKAMSDwoHdG9fbW92ZRgFIAEoBRIMCgRvdmVyGAYgASgIEiUKBXNlYXRzGAcgAygLMhYuYXNjZW5zaW9uLnYxLlNlYXRJbmZvEhcKD2NyZWF0ZWRfdW5peF9tcxgIIAEoAxIXCg91cGRhdGVkX3VuaXhfbXMYCSABKAMiVgoRTGlzdEdhbWVzUmVzcG9uc2USKAoFZ2FtZXMYASADKAsyGS5hc2NlbnNpb24udjEuR2FtZVN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKEEdldFJlcGxheVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCSI7CgpSZXBsYXlTdGVwEg8KB3ZlcnNpb24YASABKAMSDAoEc2VhdBgCIAEoBRIOCgZhY3Rpb24YAyABKA0i+QEKBlJlcGxheRIPCgdnYW1lX2lkGAEgASgJEgwKBHNldHMYAiABKAkSDwoHcGxheWVycxgDIAEoBRIMCgRzZWVkGAQgASgEEicKBXN0ZXBzGAUgAygLMhguYXNjZW5zaW9uLnYxLlJlcGxheVN0ZXASGwoTY2F0YWxvZ19maW5nZXJwcmludBgGIAEoCRIPCgd2ZXJzaW9uGAcgASgDEiMKBnNjb3JlcxgIIAMoCzITLmFzY2Vuc2lvbi52MS5TY29yZRIOCgZ3aW5uZXIYCSABKAUSJQoFc2VhdHMYCiADKAsyFi5hc2NlbnNpb24udjEuU2VhdEluZm8iOQoRRGVsZXRlR2FtZVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRITCgthZG1pbl90b2tlbhgCIAEoCSIUChJEZWxldGVHYW1lUmVzcG9uc2UiEgoQTGlzdENhcmRzUmVxdWVzdCJTChFMaXN0Q2FyZHNSZXNwb25zZRIbChNjYXRhbG9nX2ZpbmdlcnByaW50GAEgASgJEiEKBWNhcmRzGAIgAygLMhIuYXNjZW5zaW9uLnYxLkNhcmQiSwoWQW5hbHl6ZVBvc2l0aW9uUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJEhEKCWJ1ZGdldF9tcxgDIAEoBSKBAQoRQW5hbHlzaXNDYW5kaWRhdGUSDgoGYWN0aW9uGAEgASgNEg4KBnZpc2l0cxgCIAEoBRIXCg93aW5fcHJvYmFiaWxpdHkYAyABKAESEwoLZGVzY3JpcHRpb24YBCABKAkSHgoWc2VhdF93aW5fcHJvYmFiaWxpdGllcxgFIAMoASKUAQoXQW5hbHl6ZVBvc2l0aW9uUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoAxIzCgpjYW5kaWRhdGVzGAIgAygLMh8uYXNjZW5zaW9uLnYxLkFuYWx5c2lzQ2FuZGlkYXRlEgwKBHNlYXQYAyABKAUSEQoJYnVkZ2V0X21zGAQgASgFEhIKCml0ZXJhdGlvbnMYBSABKAMipAEKFVN1Ym1pdEFuYWx5c2lzUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhMKC2FuYWx5c2lzX2lkGAIgASgJEg0KBXRva2VuGAMgASgJEjMKCmNhbmRpZGF0ZXMYBCADKAsyHy5hc2NlbnNpb24udjEuQW5hbHlzaXNDYW5kaWRhdGUSEgoKaXRlcmF0aW9ucxgFIAEoAxINCgVlcnJvchgGIAEoCSIYChZTdWJtaXRBbmFseXNpc1Jlc3BvbnNlInYKEVJldmlld0dhbWVSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSEQoEc2VhdBgDIAEoBUgAiAEBEhEKCWJ1ZGdldF9tcxgEIAEoBRISCgp3aXRoX3ZpZXdzGAUgASgIQgcKBV9zZWF0IogDCg5EZWNpc2lvblJldmlldxIPCgd2ZXJzaW9uGAEgASgDEg4KBmFjdGlvbhgCIAEoDRITCgtkZXNjcmlwdGlvbhgDIAEoCRITCgtiZXN0X2FjdGlvbhgEIAEoDRIYChBiZXN0X2Rlc2NyaXB0aW9uGAUgASgJEhcKD3dpbl9wcm9iYWJpbGl0eRgGIAEoARIcChRiZXN0X3dpbl9wcm9iYWJpbGl0eRgHIAEoARIoCgVsYWJlbBgIIAEoDjIZLmFzY2Vuc2lvbi52MS5SZXZpZXdMYWJlbBIMCgRzZWF0GAkgASgFEgwKBHR1cm4YCiABKAUSGQoRd2luX3Byb2JhYmlsaXRpZXMYCyADKAESDQoFaW5kZXgYDCABKAUSDQoFdG90YWwYDSABKAUSEQoJYnVkZ2V0X21zGA4gASgFEhIKCml0ZXJhdGlvbnMYDyABKAMSDgoGc3RvcmVkGBAgASgIEiQKBHZpZXcYESABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcqQQoKVmlld0RldGFpbBIUChBWSUVXX0RFVEFJTF9GVUxMEAASHQoZVklFV19ERVRBSUxfTEVHQUxfQUNUSU9OUxABKqoBCgtSZXZpZXdMYWJlbBIcChhSRVZJRVdfTEFCRUxfVU5TUEVDSUZJRUQQABIVChFSRVZJRVdfTEFCRUxfQkVTVBABEhUKEVJFVklFV19MQUJFTF9HT09EEAISGwoXUkVWSUVXX0xBQkVMX0lOQUNDVVJBQ1kQAxIYChRSRVZJRVdfTEFCRUxfTUlTVEFLRRAEEhgKFFJFVklFV19MQUJFTF9CTFVOREVSEAUy2QcKBkVuZ2luZRJPCgpDcmVhdGVHYW1lEh8uYXNjZW5zaW9uLnYxLkNyZWF0ZUdhbWVSZXF1ZXN0GiAuYXNjZW5zaW9uLnYxLkNyZWF0ZUdhbWVSZXNwb25zZRI/CgdHZXRHYW1lEhwuYXNjZW5zaW9uLnYxLkdldEdhbWVSZXF1ZXN0GhYuYXNjZW5zaW9uLnYxLkdhbWVWaWV3EmEKEExpc3RMZWdhbEFjdGlvbnMSJS5hc2NlbnNpb24udjEuTGlzdExlZ2FsQWN0aW9uc1JlcXVlc3QaJi5hc2NlbnNpb24udjEuTGlzdExlZ2FsQWN0aW9uc1Jlc3BvbnNlElUKDFN1Ym1pdEFjdGlvbhIhLmFzY2Vuc2lvbi52MS5TdWJtaXRBY3Rpb25SZXF1ZXN0GiIuYXNjZW5zaW9uLnYxLlN1Ym1pdEFjdGlvblJlc3BvbnNlEkcKCVdhdGNoR2FtZRIeLmFzY2Vuc2lvbi52MS5XYXRjaEdhbWVSZXF1ZXN0GhguYXNjZW5zaW9uLnYxLkdhbWVVcGRhdGUwARJMCglMaXN0R2FtZXMSHi5hc2NlbnNpb24udjEuTGlzdEdhbWVzUmVxdWVzdBofLmFzY2Vuc2lvbi52MS5MaXN0R2FtZXNSZXNwb25zZRJBCglHZXRSZXBsYXkSHi5hc2NlbnNpb24udjEuR2V0UmVwbGF5UmVxdWVzdBoULmFzY2Vuc2lvbi52MS5SZXBsYXkSTwoKRGVsZXRlR2FtZRIfLmFzY2Vuc2lvbi52MS5EZWxldGVHYW1lUmVxdWVzdBogLmFzY2Vuc2lvbi52MS5EZWxldGVHYW1lUmVzcG9uc2USTAoJTGlzdENhcmRzEh4uYXNjZW5zaW9uLnYxLkxpc3RDYXJkc1JlcXVlc3QaHy5hc2NlbnNpb24udjEuTGlzdENhcmRzUmVzcG9uc2USXgoPQW5hbHl6ZVBvc2l0aW9uEiQuYXNjZW5zaW9uLnYxLkFuYWx5emVQb3NpdGlvblJlcXVlc3QaJS5hc2NlbnNpb24udjEuQW5hbHl6ZVBvc2l0aW9uUmVzcG9uc2USWwoOU3VibWl0QW5hbHlzaXMSIy5hc2NlbnNpb24udjEuU3VibWl0QW5hbHlzaXNSZXF1ZXN0GiQuYXNjZW5zaW9uLnYxLlN1Ym1pdEFuYWx5c2lzUmVzcG9uc2USTQoKUmV2aWV3R2FtZRIfLmFzY2Vuc2lvbi52MS5SZXZpZXdHYW1lUmVxdWVzdBocLmFzY2Vuc2lvbi52MS5EZWNpc2lvblJldmlldzABYgZwcm90bzM", [file_ascension_v1_game]);
+  fileDesc("Chlhc2NlbnNpb24vdjEvZW5naW5lLnByb3RvEgxhc2NlbnNpb24udjEidwoLQm90U2V0dGluZ3MSDAoEbmFtZRgBIAEoCRISCgppdGVyYXRpb25zGAIgASgFEg8KB3RpbWVfbXMYAyABKAUSDAoEc2VlZBgEIAEoBBITCgtleHBsb3JhdGlvbhgFIAEoARISCgpkaWZmaWN1bHR5GAYgASgJIm0KClNlYXRDb25maWcSKQoEa2luZBgBIAEoDjIbLmFzY2Vuc2lvbi52MS5TZWF0SW5mby5LaW5kEgwKBG5hbWUYAiABKAkSJgoDYm90GAMgASgLMhkuYXNjZW5zaW9uLnYxLkJvdFNldHRpbmdzIpIBChFDcmVhdGVHYW1lUmVxdWVzdBIMCgRzZXRzGAEgASgJEicKBXNlYXRzGAIgAygLMhguYXNjZW5zaW9uLnYxLlNlYXRDb25maWcSEQoEc2VlZBgDIAEoBEgAiAEBEioKBWNsb2NrGAQgASgLMhsuYXNjZW5zaW9uLnYxLkNsb2NrU2V0dGluZ3NCBwoFX3NlZWQidQoSQ3JlYXRlR2FtZVJlc3BvbnNlEg8KB2dhbWVfaWQYASABKAkSEwoLc2VhdF90b2tlbnMYAiADKAkSEwoLYWRtaW5fdG9rZW4YAyABKAkSJAoEdmlldxgEIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldyIwCg5HZXRHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJIjkKF0xpc3RMZWdhbEFjdGlvbnNSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkihwEKGExpc3RMZWdhbEFjdGlvbnNSZXNwb25zZRIPCgdnYW1lX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAMSDAoEc2VhdBgDIAEoBRIPCgd0b19tb3ZlGAQgASgFEioKB2FjdGlvbnMYBSADKAsyGS5hc2NlbnNpb24udjEuTGVnYWxBY3Rpb24i8QEKE1N1Ym1pdEFjdGlvblJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAMgASgDEg4KBmFjdGlvbhgEIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSLQoLdmlld19kZXRhaWwYBiABKA4yGC5hc2NlbnNpb24udjEuVmlld0RldGFpbBIaChJleHBlY3RlZF9jb21taXRfaWQYByABKAkSEwoLc2VhdF90b2tlbnMYCCADKAkSFwoPZmFsbGJhY2tfcmVhc29uGAkgASgJIngKFFN1Ym1pdEFjdGlvblJlc3BvbnNlEigKBnVwZGF0ZRgBIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAiABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSEAoIcmVwbGF5ZWQYAyABKAgieQoQV2F0Y2hHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhUKDWFmdGVyX3ZlcnNpb24YAiABKAMSFwoPYWZ0ZXJfY29tbWl0X2lkGAMgASgJEg0KBXRva2VuGAQgASgJEhUKDXdpdGhfcHJlc2VuY2UYBSABKAgiTgoQTGlzdEdhbWVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRITCgthY3RpdmVfb25seRgDIAEoCCLGAQoLR2FtZVN1bW1hcnkSDwoHZ2FtZV9pZBgBIAEoCRIMCgRzZXRzGAIgASgJEg8KB3BsYXllcnMYAyABKAUSDwoHdmVyc2lvbhgEIAEoAxIPCgd0b19tb3ZlGAUgASgFEgwKBG92ZXIYBiABKAgSJQoFc2VhdHMYByADKAsyFi5hc2NlbnNpb24udjEuU2VhdEluZm8SFwoPY3JlYXRlZF91bml4X21zGAggASgDEhcKD3VwZGF0ZWRfdW5peF9tcxgJIAEoAyJWChFMaXN0R2FtZXNSZXNwb25zZRIoCgVnYW1lcxgBIAMoCzIZLmFzY2Vuc2lvbi52MS5HYW1lU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoQR2V0UmVwbGF5UmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJIjsKClJlcGxheVN0ZXASDwoHdmVyc2lvbhgBIAEoAxIMCgRzZWF0GAIgASgFEg4KBmFjdGlvbhgDIAEoDSL5AQoGUmVwbGF5Eg8KB2dhbWVfaWQYASABKAkSDAoEc2V0cxgCIAEoCRIPCgdwbGF5ZXJzGAMgASgFEgwKBHNlZWQYBCABKAQSJwoFc3RlcHMYBSADKAsyGC5hc2NlbnNpb24udjEuUmVwbGF5U3RlcBIbChNjYXRhbG9nX2ZpbmdlcnByaW50GAYgASgJEg8KB3ZlcnNpb24YByABKAMSIwoGc2NvcmVzGAggAygLMhMuYXNjZW5zaW9uLnYxLlNjb3JlEg4KBndpbm5lchgJIAEoBRIlCgVzZWF0cxgKIAMoCzIWLmFzY2Vuc2lvbi52MS5TZWF0SW5mbyI5ChFEZWxldGVHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhMKC2FkbWluX3Rva2VuGAIgASgJIhQKEkRlbGV0ZUdhbWVSZXNwb25zZSISChBMaXN0Q2FyZHNSZXF1ZXN0IlMKEUxpc3RDYXJkc1Jlc3BvbnNlEhsKE2NhdGFsb2dfZmluZ2VycHJpbnQYASABKAkSIQoFY2FyZHMYAiADKAsyEi5hc2NlbnNpb24udjEuQ2FyZCJLChZBbmFseXplUG9zaXRpb25SZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSEQoJYnVkZ2V0X21zGAMgASgFIoEBChFBbmFseXNpc0NhbmRpZGF0ZRIOCgZhY3Rpb24YASABKA0SDgoGdmlzaXRzGAIgASgFEhcKD3dpbl9wcm9iYWJpbGl0eRgDIAEoARITCgtkZXNjcmlwdGlvbhgEIAEoCRIeChZzZWF0X3dpbl9wcm9iYWJpbGl0aWVzGAUgAygBIpQBChdBbmFseXplUG9zaXRpb25SZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEjMKCmNhbmRpZGF0ZXMYAiADKAsyHy5hc2NlbnNpb24udjEuQW5hbHlzaXNDYW5kaWRhdGUSDAoEc2VhdBgDIAEoBRIRCglidWRnZXRfbXMYBCABKAUSEgoKaXRlcmF0aW9ucxgFIAEoAyKkAQoVU3VibWl0QW5hbHlzaXNSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSEwoLYW5hbHlzaXNfaWQYAiABKAkSDQoFdG9rZW4YAyABKAkSMwoKY2FuZGlkYXRlcxgEIAMoCzIfLmFzY2Vuc2lvbi52MS5BbmFseXNpc0NhbmRpZGF0ZRISCgppdGVyYXRpb25zGAUgASgDEg0KBWVycm9yGAYgASgJIhgKFlN1Ym1pdEFuYWx5c2lzUmVzcG9uc2UidgoRUmV2aWV3R2FtZVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIRCgRzZWF0GAMgASgFSACIAQESEQoJYnVkZ2V0X21zGAQgASgFEhIKCndpdGhfdmlld3MYBSABKAhCBwoFX3NlYXQiiAMKDkRlY2lzaW9uUmV2aWV3Eg8KB3ZlcnNpb24YASABKAMSDgoGYWN0aW9uGAIgASgNEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhMKC2Jlc3RfYWN0aW9uGAQgASgNEhgKEGJlc3RfZGVzY3JpcHRpb24YBSABKAkSFwoPd2luX3Byb2JhYmlsaXR5GAYgASgBEhwKFGJlc3Rfd2luX3Byb2JhYmlsaXR5GAcgASgBEigKBWxhYmVsGAggASgOMhkuYXNjZW5zaW9uLnYxLlJldmlld0xhYmVsEgwKBHNlYXQYCSABKAUSDAoEdHVybhgKIAEoBRIZChF3aW5fcHJvYmFiaWxpdGllcxgLIAMoARINCgVpbmRleBgMIAEoBRINCgV0b3RhbBgNIAEoBRIRCglidWRnZXRfbXMYDiABKAUSEgoKaXRlcmF0aW9ucxgPIAEoAxIOCgZzdG9yZWQYECABKAgSJAoEdmlldxgRIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldyIvCg1SZXNpZ25SZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkiYAoOUmVzaWduUmVzcG9uc2USKAoGdXBkYXRlGAEgASgLMhguYXNjZW5zaW9uLnYxLkdhbWVVcGRhdGUSJAoEdmlldxgCIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldyJvChNIYW5kT3ZlclNlYXRSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSEwoLYWRtaW5fdG9rZW4YAiABKAkSDAoEc2VhdBgDIAEoBRIkCgJ0bxgEIAEoCzIYLmFzY2Vuc2lvbi52MS5TZWF0Q29uZmlnInoKFEhhbmRPdmVyU2VhdFJlc3BvbnNlEhIKCnNlYXRfdG9rZW4YASABKAkSKAoGdXBkYXRlGAIgASgLMhguYXNjZW5zaW9uLnYxLkdhbWVVcGRhdGUSJAoEdmlldxgDIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldypBCgpWaWV3RGV0YWlsEhQKEFZJRVdfREVUQUlMX0ZVTEwQABIdChlWSUVXX0RFVEFJTF9MRUdBTF9BQ1RJT05TEAEqqgEKC1Jldmlld0xhYmVsEhwKGFJFVklFV19MQUJFTF9VTlNQRUNJRklFRBAAEhUKEVJFVklFV19MQUJFTF9CRVNUEAESFQoRUkVWSUVXX0xBQkVMX0dPT0QQAhIbChdSRVZJRVdfTEFCRUxfSU5BQ0NVUkFDWRADEhgKFFJFVklFV19MQUJFTF9NSVNUQUtFEAQSGAoUUkVWSUVXX0xBQkVMX0JMVU5ERVIQBTL1CAoGRW5naW5lEk8KCkNyZWF0ZUdhbWUSHy5hc2NlbnNpb24udjEuQ3JlYXRlR2FtZVJlcXVlc3QaIC5hc2NlbnNpb24udjEuQ3JlYXRlR2FtZVJlc3BvbnNlEj8KB0dldEdhbWUSHC5hc2NlbnNpb24udjEuR2V0R2FtZVJlcXVlc3QaFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSYQoQTGlzdExlZ2FsQWN0aW9ucxIlLmFzY2Vuc2lvbi52MS5MaXN0TGVnYWxBY3Rpb25zUmVxdWVzdBomLmFzY2Vuc2lvbi52MS5MaXN0TGVnYWxBY3Rpb25zUmVzcG9uc2USVQoMU3VibWl0QWN0aW9uEiEuYXNjZW5zaW9uLnYxLlN1Ym1pdEFjdGlvblJlcXVlc3QaIi5hc2NlbnNpb24udjEuU3VibWl0QWN0aW9uUmVzcG9uc2USRwoJV2F0Y2hHYW1lEh4uYXNjZW5zaW9uLnYxLldhdGNoR2FtZVJlcXVlc3QaGC5hc2NlbnNpb24udjEuR2FtZVVwZGF0ZTABEkwKCUxpc3RHYW1lcxIeLmFzY2Vuc2lvbi52MS5MaXN0R2FtZXNSZXF1ZXN0Gh8uYXNjZW5zaW9uLnYxLkxpc3RHYW1lc1Jlc3BvbnNlEkEKCUdldFJlcGxheRIeLmFzY2Vuc2lvbi52MS5HZXRSZXBsYXlSZXF1ZXN0GhQuYXNjZW5zaW9uLnYxLlJlcGxheRJPCgpEZWxldGVHYW1lEh8uYXNjZW5zaW9uLnYxLkRlbGV0ZUdhbWVSZXF1ZXN0GiAuYXNjZW5zaW9uLnYxLkRlbGV0ZUdhbWVSZXNwb25zZRJMCglMaXN0Q2FyZHMSHi5hc2NlbnNpb24udjEuTGlzdENhcmRzUmVxdWVzdBofLmFzY2Vuc2lvbi52MS5MaXN0Q2FyZHNSZXNwb25zZRJeCg9BbmFseXplUG9zaXRpb24SJC5hc2NlbnNpb24udjEuQW5hbHl6ZVBvc2l0aW9uUmVxdWVzdBolLmFzY2Vuc2lvbi52MS5BbmFseXplUG9zaXRpb25SZXNwb25zZRJbCg5TdWJtaXRBbmFseXNpcxIjLmFzY2Vuc2lvbi52MS5TdWJtaXRBbmFseXNpc1JlcXVlc3QaJC5hc2NlbnNpb24udjEuU3VibWl0QW5hbHlzaXNSZXNwb25zZRJNCgpSZXZpZXdHYW1lEh8uYXNjZW5zaW9uLnYxLlJldmlld0dhbWVSZXF1ZXN0GhwuYXNjZW5zaW9uLnYxLkRlY2lzaW9uUmV2aWV3MAESQwoGUmVzaWduEhsuYXNjZW5zaW9uLnYxLlJlc2lnblJlcXVlc3QaHC5hc2NlbnNpb24udjEuUmVzaWduUmVzcG9uc2USVQoMSGFuZE92ZXJTZWF0EiEuYXNjZW5zaW9uLnYxLkhhbmRPdmVyU2VhdFJlcXVlc3QaIi5hc2NlbnNpb24udjEuSGFuZE92ZXJTZWF0UmVzcG9uc2ViBnByb3RvMw", [file_ascension_v1_game]);
 
 /**
  * Settings of the bot playing an AI seat.
@@ -162,6 +162,16 @@ export type CreateGameRequest = Message<"ascension.v1.CreateGameRequest"> & {
    * @generated from field: optional uint64 seed = 3;
    */
   seed?: bigint | undefined;
+
+  /**
+   * it once the game is over). Only an operator may choose the seed
+   * of a game with a human seat.
+   *
+   * clocks for the human seats; unset = none (an idle game
+   *
+   * @generated from field: ascension.v1.ClockSettings clock = 4;
+   */
+  clock?: ClockSettings | undefined;
 };
 
 /**
@@ -442,6 +452,24 @@ export type WatchGameRequest = Message<"ascension.v1.WatchGameRequest"> & {
    * @generated from field: string after_commit_id = 3;
    */
   afterCommitId: string;
+
+  /**
+   * DATA_LOSS if the store no longer holds that history
+   *
+   * optional: a seat token; while the stream is open that seat counts as
+   *
+   * @generated from field: string token = 4;
+   */
+  token: string;
+
+  /**
+   * present (SeatInfo.present). Updates are the spectator's either way.
+   *
+   * also send who is here: an update with presence_only set when the
+   *
+   * @generated from field: bool with_presence = 5;
+   */
+  withPresence: boolean;
 };
 
 /**
@@ -599,6 +627,8 @@ export type ReplayStep = Message<"ascension.v1.ReplayStep"> & {
   seat: number;
 
   /**
+   * a rules action, or a table event that changes no card: its kind
+   *
    * @generated from field: uint32 action = 3;
    */
   action: number;
@@ -613,7 +643,8 @@ export const ReplayStepSchema: GenMessage<ReplayStep> = /*@__PURE__*/
 
 /**
  * rules.new_game(rules.GameConfig(sets, players, seed)), then rules.apply each step's action
- * in order, reproduces the game exactly (with the same catalog).
+ * in order (skipping the table events, kinds 240 and above), reproduces the game exactly (with
+ * the same catalog).
  *
  * @generated from message ascension.v1.Replay
  */
@@ -1123,6 +1154,127 @@ export const DecisionReviewSchema: GenMessage<DecisionReview> = /*@__PURE__*/
   messageDesc(file_ascension_v1_engine, 26);
 
 /**
+ * @generated from message ascension.v1.ResignRequest
+ */
+export type ResignRequest = Message<"ascension.v1.ResignRequest"> & {
+  /**
+   * @generated from field: string game_id = 1;
+   */
+  gameId: string;
+
+  /**
+   * the resigning seat's token
+   *
+   * @generated from field: string token = 2;
+   */
+  token: string;
+};
+
+/**
+ * Describes the message ascension.v1.ResignRequest.
+ * Use `create(ResignRequestSchema)` to create a new message.
+ */
+export const ResignRequestSchema: GenMessage<ResignRequest> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 27);
+
+/**
+ * @generated from message ascension.v1.ResignResponse
+ */
+export type ResignResponse = Message<"ascension.v1.ResignResponse"> & {
+  /**
+   * the resignation (action_kind "resign"; over when it ended the game)
+   *
+   * @generated from field: ascension.v1.GameUpdate update = 1;
+   */
+  update?: GameUpdate | undefined;
+
+  /**
+   * the game as the seat sees it now
+   *
+   * @generated from field: ascension.v1.GameView view = 2;
+   */
+  view?: GameView | undefined;
+};
+
+/**
+ * Describes the message ascension.v1.ResignResponse.
+ * Use `create(ResignResponseSchema)` to create a new message.
+ */
+export const ResignResponseSchema: GenMessage<ResignResponse> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 28);
+
+/**
+ * @generated from message ascension.v1.HandOverSeatRequest
+ */
+export type HandOverSeatRequest = Message<"ascension.v1.HandOverSeatRequest"> & {
+  /**
+   * @generated from field: string game_id = 1;
+   */
+  gameId: string;
+
+  /**
+   * the game's admin token; empty with an operator key
+   *
+   * @generated from field: string admin_token = 2;
+   */
+  adminToken: string;
+
+  /**
+   * the seat handed over (0-based)
+   *
+   * @generated from field: int32 seat = 3;
+   */
+  seat: number;
+
+  /**
+   * who plays it now: HUMAN (a new token is made; name: a new display
+   *
+   * @generated from field: ascension.v1.SeatConfig to = 4;
+   */
+  to?: SeatConfig | undefined;
+};
+
+/**
+ * Describes the message ascension.v1.HandOverSeatRequest.
+ * Use `create(HandOverSeatRequestSchema)` to create a new message.
+ */
+export const HandOverSeatRequestSchema: GenMessage<HandOverSeatRequest> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 29);
+
+/**
+ * @generated from message ascension.v1.HandOverSeatResponse
+ */
+export type HandOverSeatResponse = Message<"ascension.v1.HandOverSeatResponse"> & {
+  /**
+   * the seat's new token (HUMAN); empty for a bot
+   *
+   * @generated from field: string seat_token = 1;
+   */
+  seatToken: string;
+
+  /**
+   * the hand-over (action_kind "hand_over")
+   *
+   * @generated from field: ascension.v1.GameUpdate update = 2;
+   */
+  update?: GameUpdate | undefined;
+
+  /**
+   * the spectator view of the game now
+   *
+   * @generated from field: ascension.v1.GameView view = 3;
+   */
+  view?: GameView | undefined;
+};
+
+/**
+ * Describes the message ascension.v1.HandOverSeatResponse.
+ * Use `create(HandOverSeatResponseSchema)` to create a new message.
+ */
+export const HandOverSeatResponseSchema: GenMessage<HandOverSeatResponse> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 30);
+
+/**
  * How much of the acting seat's view SubmitAction answers with.
  *
  * @generated from enum ascension.v1.ViewDetail
@@ -1335,6 +1487,28 @@ export const Engine: GenService<{
     methodKind: "server_streaming";
     input: typeof ReviewGameRequestSchema;
     output: typeof DecisionReviewSchema;
+  },
+  /**
+   * A seat's player resigns (with the seat's token): the seat is out (docs/rules-notes.md,
+   * "Resigning and seats that change hands"); an entry of the history and the replay.
+   *
+   * @generated from rpc ascension.v1.Engine.Resign
+   */
+  resign: {
+    methodKind: "unary";
+    input: typeof ResignRequestSchema;
+    output: typeof ResignResponseSchema;
+  },
+  /**
+   * Hand a seat to a bot or to a new player (with the admin token, or an operator key): the
+   * seat's old token stops working at once; an entry of the history and the replay.
+   *
+   * @generated from rpc ascension.v1.Engine.HandOverSeat
+   */
+  handOverSeat: {
+    methodKind: "unary";
+    input: typeof HandOverSeatRequestSchema;
+    output: typeof HandOverSeatResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ascension_v1_engine, 0);

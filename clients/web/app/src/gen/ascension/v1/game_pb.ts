@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ascension/v1/game.proto.
  */
 export const file_ascension_v1_game: GenFile = /*@__PURE__*/
-  fileDesc("Chdhc2NlbnNpb24vdjEvZ2FtZS5wcm90bxIMYXNjZW5zaW9uLnYxIpQBCgRDYXJkEgoKAmlkGAEgASgFEgsKA2tleRgCIAEoCRIMCgRuYW1lGAMgASgJEgwKBHR5cGUYBCABKAkSDwoHZmFjdGlvbhgFIAEoCRIMCgRjb3N0GAYgASgFEg0KBWhvbm9yGAcgASgFEgwKBHRleHQYCCABKAkSCwoDc2V0GAkgASgJEg4KBmNvcGllcxgKIAEoBSJICgRDb2luEgwKBGNvZGUYASABKAUSDQoFY29sb3IYAiABKAkSEAoIcmVzb3VyY2UYAyABKAkSEQoJZmFjZV9kb3duGAQgASgIIjwKC0xlZ2FsQWN0aW9uEgoKAmlkGAEgASgNEgwKBGtpbmQYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkirgIKCVNlYXRTdGF0ZRIMCgRzZWF0GAEgASgFEgwKBGhhbmQYAiADKAUSEgoKaGFuZF9jb3VudBgDIAEoBRISCgpkZWNrX2NvdW50GAQgASgFEhUKDWRpc2NhcmRfY291bnQYBSABKAUSDwoHZGlzY2FyZBgGIAMoBRISCgpjb25zdHJ1Y3RzGAcgAygFEg8KB29uZ29pbmcYCCADKAUSEQoJdHJlYXN1cmVzGAkgAygFEiEKBWNvaW5zGAogAygLMhIuYXNjZW5zaW9uLnYxLkNvaW4SDAoEY3JldxgLIAEoBRIUCgxob25vcl90b2tlbnMYDCABKAUSEgoKc2hpcF9zcGFjZRgNIAEoBRIOCgZwbGF5ZWQYDiADKAUSEgoKaGFuZF9rbm93bhgPIAMoBSJDCgtDZW50ZXJTcGFjZRINCgVzcGFjZRgBIAEoBRIMCgRjYXJkGAIgASgFEhcKD3RyZWFzdXJlc191bmRlchgDIAMoBSJ6CgZLcmFrZW4SDwoHaW5fZ2FtZRgBIAEoCBIPCgdpbl9kZWVwGAIgASgIEhIKCm93bmVyX3NlYXQYAyABKAUSFwoPdHJlYXN1cmVzX3VuZGVyGAQgAygFEiEKBWNvaW5zGAUgAygLMhIuYXNjZW5zaW9uLnYxLkNvaW4iOwoIRGVjaXNpb24SDAoEa2luZBgBIAEoCRIMCgRzZWF0GAIgASgFEhMKC3NvdXJjZV9jYXJkGAMgASgFIncKBVNjb3JlEgwKBHNlYXQYASABKAUSDQoFY2FyZHMYAiABKAUSDgoGdG9rZW5zGAMgASgFEhAKCHRyZWFzdXJlGAQgASgFEg0KBWNvaW5zGAUgASgFEhEKCWNhcmRfdGV4dBgGIAEoBRINCgV0b3RhbBgHIAEoBSL9AQoIU2VhdEluZm8SDAoEc2VhdBgBIAEoBRIpCgRraW5kGAIgASgOMhsuYXNjZW5zaW9uLnYxLlNlYXRJbmZvLktpbmQSDAoEbmFtZRgDIAEoCRIQCghib3RfbmFtZRgEIAEoCRIWCg5mYWxsYmFja19tb3ZlcxgFIAEoBRIcChRsYXN0X2ZhbGxiYWNrX3JlYXNvbhgGIAEoCRIdChVsYXN0X2ZhbGxiYWNrX3ZlcnNpb24YByABKAMSEgoKZGlmZmljdWx0eRgIIAEoCSIvCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIJCgVIVU1BThABEgYKAkFJEAIigQQKBUJvYXJkEgwKBHR1cm4YASABKAUSEwoLYWN0aXZlX3NlYXQYAiABKAUSEgoKZmlyc3Rfc2VhdBgDIAEoBRINCgVydW5lcxgEIAEoBRINCgVwb3dlchgFIAEoBRImCgVzZWF0cxgGIAMoCzIXLmFzY2Vuc2lvbi52MS5TZWF0U3RhdGUSKQoGY2VudGVyGAcgAygLMhkuYXNjZW5zaW9uLnYxLkNlbnRlclNwYWNlEiQKBmtyYWtlbhgIIAEoCzIULmFzY2Vuc2lvbi52MS5LcmFrZW4SGgoSZ2hvc3RfcGlyYXRlX3NwYWNlGAkgASgFEiYKCmJvYXJkX2NvaW4YCiABKAsyEi5hc2NlbnNpb24udjEuQ29pbhIYChBib2FyZF9jb2luX3NwYWNlGAsgASgFEhIKCmhvbm9yX3Bvb2wYDCABKAUSEwoLZmluYWxfcm91bmQYDSABKAgSEAoIdGhlX3ZvaWQYDiADKAUSEwoLbXlzdGljX3BpbGUYDyABKAUSGwoTaGVhdnlfaW5mYW50cnlfcGlsZRgQIAEoBRIZChFjZW50ZXJfZGVja19jb3VudBgRIAEoBRIaChJ0cmVhc3VyZV9iYWdfY291bnQYEiABKAUSKAoIZGVjaXNpb24YEyABKAsyFi5hc2NlbnNpb24udjEuRGVjaXNpb24i8gIKCEdhbWVWaWV3Eg8KB2dhbWVfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoAxIMCgRzZWF0GAMgASgFEg8KB3RvX21vdmUYBCABKAUSDAoEb3ZlchgFIAEoCBIwCg1sZWdhbF9hY3Rpb25zGAYgAygLMhkuYXNjZW5zaW9uLnYxLkxlZ2FsQWN0aW9uEiIKBWJvYXJkGAcgASgLMhMuYXNjZW5zaW9uLnYxLkJvYXJkEikKCXNlYXRfaW5mbxgIIAMoCzIWLmFzY2Vuc2lvbi52MS5TZWF0SW5mbxIMCgRzZXRzGAkgASgJEg8KB3BsYXllcnMYCiABKAUSIwoGc2NvcmVzGAsgAygLMhMuYXNjZW5zaW9uLnYxLlNjb3JlEg4KBndpbm5lchgMIAEoBRIbChNjYXRhbG9nX2ZpbmdlcnByaW50GA0gASgJEhIKCnJ1bGVzX3ZpZXcYDiABKAwSEQoJY29tbWl0X2lkGA8gASgJIjUKCUdhbWVFdmVudBIMCgRraW5kGAEgASgJEgwKBHRleHQYAiABKAkSDAoEZGF0YRgDIAEoCSKRAgoKR2FtZVVwZGF0ZRIPCgdnYW1lX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAMSDAoEc2VhdBgDIAEoBRIOCgZhY3Rpb24YBCABKA0SEwoLYWN0aW9uX2tpbmQYBSABKAkSEwoLZGVzY3JpcHRpb24YBiABKAkSJwoGZXZlbnRzGAcgAygLMhcuYXNjZW5zaW9uLnYxLkdhbWVFdmVudBIPCgd0b19tb3ZlGAggASgFEgwKBG92ZXIYCSABKAgSFAoMdGltZV91bml4X21zGAogASgDEhEKCWNvbW1pdF9pZBgLIAEoCRIYChBwYXJlbnRfY29tbWl0X2lkGAwgASgJEg4KBmZvcmNlZBgNIAEoCGIGcHJvdG8z");
+  fileDesc("Chdhc2NlbnNpb24vdjEvZ2FtZS5wcm90bxIMYXNjZW5zaW9uLnYxIpQBCgRDYXJkEgoKAmlkGAEgASgFEgsKA2tleRgCIAEoCRIMCgRuYW1lGAMgASgJEgwKBHR5cGUYBCABKAkSDwoHZmFjdGlvbhgFIAEoCRIMCgRjb3N0GAYgASgFEg0KBWhvbm9yGAcgASgFEgwKBHRleHQYCCABKAkSCwoDc2V0GAkgASgJEg4KBmNvcGllcxgKIAEoBSJICgRDb2luEgwKBGNvZGUYASABKAUSDQoFY29sb3IYAiABKAkSEAoIcmVzb3VyY2UYAyABKAkSEQoJZmFjZV9kb3duGAQgASgIIjwKC0xlZ2FsQWN0aW9uEgoKAmlkGAEgASgNEgwKBGtpbmQYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkirgIKCVNlYXRTdGF0ZRIMCgRzZWF0GAEgASgFEgwKBGhhbmQYAiADKAUSEgoKaGFuZF9jb3VudBgDIAEoBRISCgpkZWNrX2NvdW50GAQgASgFEhUKDWRpc2NhcmRfY291bnQYBSABKAUSDwoHZGlzY2FyZBgGIAMoBRISCgpjb25zdHJ1Y3RzGAcgAygFEg8KB29uZ29pbmcYCCADKAUSEQoJdHJlYXN1cmVzGAkgAygFEiEKBWNvaW5zGAogAygLMhIuYXNjZW5zaW9uLnYxLkNvaW4SDAoEY3JldxgLIAEoBRIUCgxob25vcl90b2tlbnMYDCABKAUSEgoKc2hpcF9zcGFjZRgNIAEoBRIOCgZwbGF5ZWQYDiADKAUSEgoKaGFuZF9rbm93bhgPIAMoBSJDCgtDZW50ZXJTcGFjZRINCgVzcGFjZRgBIAEoBRIMCgRjYXJkGAIgASgFEhcKD3RyZWFzdXJlc191bmRlchgDIAMoBSJ6CgZLcmFrZW4SDwoHaW5fZ2FtZRgBIAEoCBIPCgdpbl9kZWVwGAIgASgIEhIKCm93bmVyX3NlYXQYAyABKAUSFwoPdHJlYXN1cmVzX3VuZGVyGAQgAygFEiEKBWNvaW5zGAUgAygLMhIuYXNjZW5zaW9uLnYxLkNvaW4iOwoIRGVjaXNpb24SDAoEa2luZBgBIAEoCRIMCgRzZWF0GAIgASgFEhMKC3NvdXJjZV9jYXJkGAMgASgFIncKBVNjb3JlEgwKBHNlYXQYASABKAUSDQoFY2FyZHMYAiABKAUSDgoGdG9rZW5zGAMgASgFEhAKCHRyZWFzdXJlGAQgASgFEg0KBWNvaW5zGAUgASgFEhEKCWNhcmRfdGV4dBgGIAEoBRINCgV0b3RhbBgHIAEoBSKgAgoIU2VhdEluZm8SDAoEc2VhdBgBIAEoBRIpCgRraW5kGAIgASgOMhsuYXNjZW5zaW9uLnYxLlNlYXRJbmZvLktpbmQSDAoEbmFtZRgDIAEoCRIQCghib3RfbmFtZRgEIAEoCRIWCg5mYWxsYmFja19tb3ZlcxgFIAEoBRIcChRsYXN0X2ZhbGxiYWNrX3JlYXNvbhgGIAEoCRIdChVsYXN0X2ZhbGxiYWNrX3ZlcnNpb24YByABKAMSEgoKZGlmZmljdWx0eRgIIAEoCRIPCgdwcmVzZW50GAkgASgIEhAKCHJlc2lnbmVkGAogASgIIi8KBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEgkKBUhVTUFOEAESBgoCQUkQAiKBBAoFQm9hcmQSDAoEdHVybhgBIAEoBRITCgthY3RpdmVfc2VhdBgCIAEoBRISCgpmaXJzdF9zZWF0GAMgASgFEg0KBXJ1bmVzGAQgASgFEg0KBXBvd2VyGAUgASgFEiYKBXNlYXRzGAYgAygLMhcuYXNjZW5zaW9uLnYxLlNlYXRTdGF0ZRIpCgZjZW50ZXIYByADKAsyGS5hc2NlbnNpb24udjEuQ2VudGVyU3BhY2USJAoGa3Jha2VuGAggASgLMhQuYXNjZW5zaW9uLnYxLktyYWtlbhIaChJnaG9zdF9waXJhdGVfc3BhY2UYCSABKAUSJgoKYm9hcmRfY29pbhgKIAEoCzISLmFzY2Vuc2lvbi52MS5Db2luEhgKEGJvYXJkX2NvaW5fc3BhY2UYCyABKAUSEgoKaG9ub3JfcG9vbBgMIAEoBRITCgtmaW5hbF9yb3VuZBgNIAEoCBIQCgh0aGVfdm9pZBgOIAMoBRITCgtteXN0aWNfcGlsZRgPIAEoBRIbChNoZWF2eV9pbmZhbnRyeV9waWxlGBAgASgFEhkKEWNlbnRlcl9kZWNrX2NvdW50GBEgASgFEhoKEnRyZWFzdXJlX2JhZ19jb3VudBgSIAEoBRIoCghkZWNpc2lvbhgTIAEoCzIWLmFzY2Vuc2lvbi52MS5EZWNpc2lvbiKbAwoIR2FtZVZpZXcSDwoHZ2FtZV9pZBgBIAEoCRIPCgd2ZXJzaW9uGAIgASgDEgwKBHNlYXQYAyABKAUSDwoHdG9fbW92ZRgEIAEoBRIMCgRvdmVyGAUgASgIEjAKDWxlZ2FsX2FjdGlvbnMYBiADKAsyGS5hc2NlbnNpb24udjEuTGVnYWxBY3Rpb24SIgoFYm9hcmQYByABKAsyEy5hc2NlbnNpb24udjEuQm9hcmQSKQoJc2VhdF9pbmZvGAggAygLMhYuYXNjZW5zaW9uLnYxLlNlYXRJbmZvEgwKBHNldHMYCSABKAkSDwoHcGxheWVycxgKIAEoBRIjCgZzY29yZXMYCyADKAsyEy5hc2NlbnNpb24udjEuU2NvcmUSDgoGd2lubmVyGAwgASgFEhsKE2NhdGFsb2dfZmluZ2VycHJpbnQYDSABKAkSEgoKcnVsZXNfdmlldxgOIAEoDBIRCgljb21taXRfaWQYDyABKAkSJwoFY2xvY2sYECABKAsyGC5hc2NlbnNpb24udjEuQ2xvY2tTdGF0ZSKfAQoNQ2xvY2tTZXR0aW5ncxIUCgx0dXJuX3NlY29uZHMYASABKAUSFAoMYmFua19zZWNvbmRzGAIgASgFEhkKEWluY3JlbWVudF9zZWNvbmRzGAMgASgFEi8KCm9uX3RpbWVvdXQYBCABKA4yGy5hc2NlbnNpb24udjEuVGltZW91dFBvbGljeRIWCg5ib3RfZGlmZmljdWx0eRgFIAEoCSKwAQoKQ2xvY2tTdGF0ZRItCghzZXR0aW5ncxgBIAEoCzIbLmFzY2Vuc2lvbi52MS5DbG9ja1NldHRpbmdzEgwKBHNlYXQYAiABKAUSGAoQZGVhZGxpbmVfdW5peF9tcxgDIAEoAxIXCg9zdGFydGVkX3VuaXhfbXMYBCABKAMSDwoHYmFua19tcxgFIAMoAxIPCgd0dXJuX21zGAYgAygDEhAKCHRpbWVvdXRzGAcgAygFIjUKCUdhbWVFdmVudBIMCgRraW5kGAEgASgJEgwKBHRleHQYAiABKAkSDAoEZGF0YRgDIAEoCSL5AgoKR2FtZVVwZGF0ZRIPCgdnYW1lX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAMSDAoEc2VhdBgDIAEoBRIOCgZhY3Rpb24YBCABKA0SEwoLYWN0aW9uX2tpbmQYBSABKAkSEwoLZGVzY3JpcHRpb24YBiABKAkSJwoGZXZlbnRzGAcgAygLMhcuYXNjZW5zaW9uLnYxLkdhbWVFdmVudBIPCgd0b19tb3ZlGAggASgFEgwKBG92ZXIYCSABKAgSFAoMdGltZV91bml4X21zGAogASgDEhEKCWNvbW1pdF9pZBgLIAEoCRIYChBwYXJlbnRfY29tbWl0X2lkGAwgASgJEg4KBmZvcmNlZBgNIAEoCBInCgVjbG9jaxgOIAEoCzIYLmFzY2Vuc2lvbi52MS5DbG9ja1N0YXRlEg8KB3RpbWVvdXQYDyABKAkSFQoNcHJlc2VudF9zZWF0cxgQIAMoBRIVCg1wcmVzZW5jZV9vbmx5GBEgASgIKmcKDVRpbWVvdXRQb2xpY3kSHgoaVElNRU9VVF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIeChpUSU1FT1VUX1BPTElDWV9GT1JDRURfTU9WRRABEhYKElRJTUVPVVRfUE9MSUNZX0JPVBACYgZwcm90bzM");
 
 /**
  * One card of the catalog (Engine.ListCards).
@@ -504,6 +504,23 @@ export type SeatInfo = Message<"ascension.v1.SeatInfo"> & {
    * @generated from field: string difficulty = 8;
    */
   difficulty: string;
+
+  /**
+   * Whether the seat's player is here: a WatchGame stream opened with this seat's token is
+   * open on some engine (counted through the store, so every replica agrees within a few
+   * seconds; docs/clients.md, "Presence"). Always false for AI seats. Filled in GetGame's
+   * view, SubmitAction's and every WatchGame update (GameUpdate.present_seats).
+   *
+   * @generated from field: bool present = 9;
+   */
+  present: boolean;
+
+  /**
+   * the seat resigned: it is out (it cannot win; the engine plays its
+   *
+   * @generated from field: bool resigned = 10;
+   */
+  resigned: boolean;
 };
 
 /**
@@ -770,6 +787,17 @@ export type GameView = Message<"ascension.v1.GameView"> & {
    * @generated from field: string commit_id = 15;
    */
   commitId: string;
+
+  /**
+   * (a hash of the parent's id and the action): a
+   * store rollback played on differently gives
+   * other ids
+   *
+   * the game's clocks; unset in a game without them
+   *
+   * @generated from field: ascension.v1.ClockState clock = 16;
+   */
+  clock?: ClockState | undefined;
 };
 
 /**
@@ -778,6 +806,122 @@ export type GameView = Message<"ascension.v1.GameView"> & {
  */
 export const GameViewSchema: GenMessage<GameView> = /*@__PURE__*/
   messageDesc(file_ascension_v1_game, 10);
+
+/**
+ * The clocks of a game's human seats, chosen when it is created (CreateGameRequest.clock).
+ * A seat's time for a turn is its turn allowance (turn_seconds), then its bank: time beyond
+ * the allowance comes out of the bank, which gains increment_seconds after each of the seat's
+ * turns (Fischer). AI seats have no clock (their workers have deadlines of their own).
+ *
+ * @generated from message ascension.v1.ClockSettings
+ */
+export type ClockSettings = Message<"ascension.v1.ClockSettings"> & {
+  /**
+   * 0..86400: the allowance per turn; 0 = none
+   *
+   * @generated from field: int32 turn_seconds = 1;
+   */
+  turnSeconds: number;
+
+  /**
+   * 0..864000: each human seat's bank at the start; 0 = none
+   *
+   * @generated from field: int32 bank_seconds = 2;
+   */
+  bankSeconds: number;
+
+  /**
+   * 0..86400: added to the bank after each of the seat's turns
+   *
+   * @generated from field: int32 increment_seconds = 3;
+   */
+  incrementSeconds: number;
+
+  /**
+   * @generated from field: ascension.v1.TimeoutPolicy on_timeout = 4;
+   */
+  onTimeout: TimeoutPolicy;
+
+  /**
+   * TIMEOUT_POLICY_BOT: "easy", "normal" (default), "hard", "expert"
+   *
+   * @generated from field: string bot_difficulty = 5;
+   */
+  botDifficulty: string;
+};
+
+/**
+ * Describes the message ascension.v1.ClockSettings.
+ * Use `create(ClockSettingsSchema)` to create a new message.
+ */
+export const ClockSettingsSchema: GenMessage<ClockSettings> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_game, 11);
+
+/**
+ * Where the clocks stand at a version. The seat to move's time left is deadline_unix_ms less
+ * the time now; the other seats' stand still.
+ *
+ * @generated from message ascension.v1.ClockState
+ */
+export type ClockState = Message<"ascension.v1.ClockState"> & {
+  /**
+   * @generated from field: ascension.v1.ClockSettings settings = 1;
+   */
+  settings?: ClockSettings | undefined;
+
+  /**
+   * the seat whose clock runs; -1 when none does (an AI seat to
+   *
+   * @generated from field: int32 seat = 2;
+   */
+  seat: number;
+
+  /**
+   * move, the game over)
+   *
+   * when its time runs out; 0 when no clock runs
+   *
+   * @generated from field: int64 deadline_unix_ms = 3;
+   */
+  deadlineUnixMs: bigint;
+
+  /**
+   * when its clock started (this version's time)
+   *
+   * @generated from field: int64 started_unix_ms = 4;
+   */
+  startedUnixMs: bigint;
+
+  /**
+   * each seat's bank (index = seat), the running seat's as at
+   *
+   * @generated from field: repeated int64 bank_ms = 5;
+   */
+  bankMs: bigint[];
+
+  /**
+   * started_unix_ms
+   *
+   * each seat's allowance left in the current turn, likewise
+   *
+   * @generated from field: repeated int64 turn_ms = 6;
+   */
+  turnMs: bigint[];
+
+  /**
+   * how many times each seat's time ran out
+   *
+   * @generated from field: repeated int32 timeouts = 7;
+   */
+  timeouts: number[];
+};
+
+/**
+ * Describes the message ascension.v1.ClockState.
+ * Use `create(ClockStateSchema)` to create a new message.
+ */
+export const ClockStateSchema: GenMessage<ClockState> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_game, 12);
 
 /**
  * One event of the rules, e.g. a card played, Honor gained, a ship moved.
@@ -812,7 +956,7 @@ export type GameEvent = Message<"ascension.v1.GameEvent"> & {
  * Use `create(GameEventSchema)` to create a new message.
  */
 export const GameEventSchema: GenMessage<GameEvent> = /*@__PURE__*/
-  messageDesc(file_ascension_v1_game, 11);
+  messageDesc(file_ascension_v1_game, 13);
 
 /**
  * What one version of the game added: the action applied (or the game's creation) and its
@@ -895,6 +1039,41 @@ export type GameUpdate = Message<"ascension.v1.GameUpdate"> & {
    * @generated from field: bool forced = 13;
    */
   forced: boolean;
+
+  /**
+   * (an AI seat's bot is not asked for it)
+   *
+   * the clocks after this version (games with clocks)
+   *
+   * @generated from field: ascension.v1.ClockState clock = 14;
+   */
+  clock?: ClockState | undefined;
+
+  /**
+   * Set when the seat's time had run out and the action was not its player's choice: who
+   * played it and why, e.g. "time ran out: the engine declined the choice" or "time ran out:
+   * played by the normal bot". Game review does not rate such moves.
+   *
+   * @generated from field: string timeout = 15;
+   */
+  timeout: string;
+
+  /**
+   * Streams that asked for it (WatchGameRequest.with_presence): an update that adds no version
+   * but says who is here (present_seats), sent when the stream starts and whenever a seat
+   * comes or goes; version is the last one this stream sent (after_version before any), and
+   * nothing else is set but game_id.
+   *
+   * the seats whose player is here (SeatInfo.present)
+   *
+   * @generated from field: repeated int32 present_seats = 16;
+   */
+  presentSeats: number[];
+
+  /**
+   * @generated from field: bool presence_only = 17;
+   */
+  presenceOnly: boolean;
 };
 
 /**
@@ -902,5 +1081,40 @@ export type GameUpdate = Message<"ascension.v1.GameUpdate"> & {
  * Use `create(GameUpdateSchema)` to create a new message.
  */
 export const GameUpdateSchema: GenMessage<GameUpdate> = /*@__PURE__*/
-  messageDesc(file_ascension_v1_game, 12);
+  messageDesc(file_ascension_v1_game, 14);
+
+/**
+ * What happens when a human seat's time runs out (docs/rules-notes.md, "Clocks").
+ *
+ * @generated from enum ascension.v1.TimeoutPolicy
+ */
+export enum TimeoutPolicy {
+  /**
+   * FORCED_MOVE
+   *
+   * @generated from enum value: TIMEOUT_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The engine plays the seat's default: it declines an optional choice, takes the first
+   * option of a required one and ends the turn, until the seat's part of the turn is over.
+   *
+   * @generated from enum value: TIMEOUT_POLICY_FORCED_MOVE = 1;
+   */
+  FORCED_MOVE = 1,
+
+  /**
+   * A bot of ClockSettings.bot_difficulty plays the rest of that turn for the seat.
+   *
+   * @generated from enum value: TIMEOUT_POLICY_BOT = 2;
+   */
+  BOT = 2,
+}
+
+/**
+ * Describes the enum ascension.v1.TimeoutPolicy.
+ */
+export const TimeoutPolicySchema: GenEnum<TimeoutPolicy> = /*@__PURE__*/
+  enumDesc(file_ascension_v1_game, 0);
 
