@@ -46,6 +46,7 @@ from clients.sdk.types import (
     BotSpec,
     CardInfo,
     Catalog,
+    Clock,
     CreatedGame,
     GameUpdate,
     GameView,
@@ -53,6 +54,7 @@ from clients.sdk.types import (
     SeatSpec,
     bot,
     human,
+    time_left,
 )
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "CardInfo",
     "Catalog",
     "Client",
+    "Clock",
     "CreatedGame",
     "DataLossError",
     "DecisionReview",
@@ -96,4 +99,5 @@ __all__ = [
     "Watch",
     "bot",
     "human",
+    "time_left",
 ]

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from clients.sdk.types import SETS, SeatSpec
+from clients.sdk.types import SETS, Clock, SeatSpec
 from engine_service.api.ascension.v1 import engine_pb2
 
 
@@ -34,13 +34,15 @@ DEFAULT_RETRY = RetryPolicy()
 
 
 def create_game_request(
-    seats: Sequence[SeatSpec], sets: str, seed: int | None
+    seats: Sequence[SeatSpec], sets: str, seed: int | None, clock: Clock | None = None
 ) -> engine_pb2.CreateGameRequest:
     if sets not in SETS:
         raise ValueError(f"sets must be one of {', '.join(SETS)}, got {sets!r}")
     req = engine_pb2.CreateGameRequest(sets=sets, seats=[s.to_proto() for s in seats])
     if seed is not None:
         req.seed = seed
+    if clock is not None:
+        req.clock.CopyFrom(clock.to_proto())
     return req
 
 

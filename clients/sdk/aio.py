@@ -31,7 +31,7 @@ from clients.sdk.errors import (
 from clients.sdk.review import AioReviewCall, DecisionReview, aiterate, review_request
 from clients.sdk.tls import TLS, aio_channel, operator_metadata
 from clients.sdk.tracing import aio_interceptors
-from clients.sdk.types import Catalog, CreatedGame, SeatSpec
+from clients.sdk.types import Catalog, Clock, CreatedGame, SeatSpec
 from engine_service.api.ascension.v1 import engine_pb2, engine_pb2_grpc, game_pb2
 
 T = TypeVar("T")
@@ -76,6 +76,8 @@ class _AioStub(Protocol):
     ListCards: _Unary[engine_pb2.ListCardsRequest, engine_pb2.ListCardsResponse]
     AnalyzePosition: _Unary[engine_pb2.AnalyzePositionRequest, engine_pb2.AnalyzePositionResponse]
     ReviewGame: _ReviewStreaming
+    Resign: _Unary[engine_pb2.ResignRequest, engine_pb2.ResignResponse]
+    HandOverSeat: _Unary[engine_pb2.HandOverSeatRequest, engine_pb2.HandOverSeatResponse]
 
 
 class AsyncClient:
@@ -172,9 +174,14 @@ class AsyncClient:
         return known[1] if known is not None and known[0] == version else ""
 
     async def create_game(
-        self, seats: Sequence[SeatSpec], *, sets: str = "ss", seed: int | None = None
+        self,
+        seats: Sequence[SeatSpec],
+        *,
+        sets: str = "ss",
+        seed: int | None = None,
+        clock: Clock | None = None,
     ) -> CreatedGame:
-        req = create_game_request(seats, sets, seed)
+        req = create_game_request(seats, sets, seed, clock)
         resp = await self._call(
             lambda: self._stub.CreateGame(req, timeout=self.timeout, metadata=self._operator),
             transient_retries=0,
@@ -266,12 +273,41 @@ class AsyncClient:
         reconnect: bool = True,
         resync: bool = True,
         after_commit_id: str = "",
+        token: str = "",
+        presence: bool = False,
     ) -> AsyncWatch:
         """Updates after ``after_version``, then each new one, until the game ends."""
         return AsyncWatch(
             self, game_id, after_version, reconnect=reconnect, resync=resync,
-            after_commit_id=after_commit_id,
+            after_commit_id=after_commit_id, token=token, presence=presence,
         )  # fmt: skip
+
+    async def resign(self, game_id: str, token: str) -> engine_pb2.ResignResponse:
+        """The token's seat resigns (docs/clients.md, "Resigning and seats that change
+        hands"): it is out; a two-seat game ends and the other seat wins."""
+        req = engine_pb2.ResignRequest(game_id=game_id, token=token)
+        resp: engine_pb2.ResignResponse = await self._call(
+            lambda: self._stub.Resign(req, timeout=self.timeout), transient_retries=0
+        )
+        self._seen(game_id, resp.update.version, resp.update.commit_id)
+        return resp
+
+    async def hand_over(
+        self, game_id: str, admin_token: str, seat: int, to: SeatSpec
+    ) -> engine_pb2.HandOverSeatResponse:
+        """Hand ``seat`` to a bot or to a new player (``to``; the admin token, or an operator
+        key with ``admin_token=""``): the answer has the new player's token; the old one stops
+        working at once."""
+        req = engine_pb2.HandOverSeatRequest(
+            game_id=game_id, admin_token=admin_token, seat=seat, to=to.to_proto()
+        )
+        metadata = self._operator if not admin_token else None
+        resp: engine_pb2.HandOverSeatResponse = await self._call(
+            lambda: self._stub.HandOverSeat(req, timeout=self.timeout, metadata=metadata),
+            transient_retries=0,
+        )
+        self._seen(game_id, resp.update.version, resp.update.commit_id)
+        return resp
 
     async def list_games(
         self, *, page_size: int = 50, page_token: str = "", active_only: bool = False
@@ -332,11 +368,17 @@ class AsyncClient:
         return cat
 
     def _open_watch(
-        self, game_id: str, after_version: int, after_commit_id: str = ""
+        self,
+        game_id: str,
+        after_version: int,
+        after_commit_id: str = "",
+        token: str = "",
+        presence: bool = False,
     ) -> _AioStream:
         req = engine_pb2.WatchGameRequest(
-            game_id=game_id, after_version=after_version, after_commit_id=after_commit_id
-        )
+            game_id=game_id, after_version=after_version, after_commit_id=after_commit_id,
+            token=token, with_presence=presence,
+        )  # fmt: skip
         return self._stub.WatchGame(req)
 
 
@@ -353,8 +395,12 @@ class AsyncWatch:
         reconnect: bool,
         resync: bool = True,
         after_commit_id: str = "",
+        token: str = "",
+        presence: bool = False,
     ) -> None:
         self._client = client
+        self.token = token  # a seat's: it is present while the watch is open
+        self.presence = presence  # also yield who is here (updates with presence_only)
         self.game_id = game_id
         self.last_version = after_version
         self.last_commit_id = after_commit_id
@@ -399,7 +445,8 @@ class AsyncWatch:
                 raise StopAsyncIteration
             if self._iter is None:
                 self._call = self._client._open_watch(
-                    self.game_id, self.last_version, self.last_commit_id
+                    self.game_id, self.last_version, self.last_commit_id, self.token,
+                    self.presence,
                 )
                 self._iter = self._call.__aiter__()
             try:
@@ -422,6 +469,8 @@ class AsyncWatch:
                     continue
                 failures = await self._backoff(failures, e)
                 continue
+            if update.presence_only:
+                return update  # who is here: no version of its own (asked for: presence)
             if update.version <= self.last_version:
                 continue
             failures = 0

@@ -6,6 +6,7 @@ messages, which are typed (``GameView``, ``LegalAction``, ``GameUpdate`` are re-
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -25,7 +26,52 @@ Replay = engine_pb2.Replay
 Analysis = engine_pb2.AnalyzePositionResponse
 AnalysisCandidate = engine_pb2.AnalysisCandidate
 
+ClockState = game_pb2.ClockState
+ResignResult = engine_pb2.ResignResponse
+HandOverResult = engine_pb2.HandOverSeatResponse
+
 SETS = ("ss", "cotgi", "both")
+TIMEOUT_POLICIES = {"forced_move": game_pb2.TIMEOUT_POLICY_FORCED_MOVE,
+                    "bot": game_pb2.TIMEOUT_POLICY_BOT}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """Clocks for a game's human seats (``ClockSettings``; docs/clients.md, "Clocks and
+    presence"): an allowance per turn, then a bank that gains an increment after each turn;
+    when a seat's time runs out, the engine plays its default (``"forced_move"``) or a bot of
+    ``bot_difficulty`` plays the rest of its turn (``"bot"``)."""
+
+    turn_seconds: int = 0
+    bank_seconds: int = 0
+    increment_seconds: int = 0
+    on_timeout: str = "forced_move"
+    bot_difficulty: str = ""
+
+    def to_proto(self) -> game_pb2.ClockSettings:
+        if self.on_timeout not in TIMEOUT_POLICIES:
+            raise ValueError(
+                f"on_timeout must be one of {', '.join(TIMEOUT_POLICIES)}, got {self.on_timeout!r}"
+            )
+        return game_pb2.ClockSettings(
+            turn_seconds=self.turn_seconds,
+            bank_seconds=self.bank_seconds,
+            increment_seconds=self.increment_seconds,
+            on_timeout=TIMEOUT_POLICIES[self.on_timeout],
+            bot_difficulty=self.bot_difficulty,
+        )
+
+
+def time_left(clock: game_pb2.ClockState, seat: int, now: float | None = None) -> float:
+    """Seconds ``seat`` has left (its allowance for this turn and its bank): counting down for
+    the seat whose clock runs, standing still for the others. ``now``: unix time (default:
+    this machine's clock)."""
+    if clock.seat == seat and clock.deadline_unix_ms:
+        now_ms = (time.time() if now is None else now) * 1000
+        return max(0.0, (clock.deadline_unix_ms - now_ms) / 1000)
+    if seat >= len(clock.bank_ms):
+        return 0.0
+    return (clock.turn_ms[seat] + clock.bank_ms[seat]) / 1000
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,12 +248,13 @@ def test_shell_commands_name_the_virtualenv() -> None:
     )
 
 
-def test_the_sdk_example_is_the_quickstart_file() -> None:
-    """docs/clients.md shows the quickstart script whole, and runs it."""
-    quickstart = ROOT / "clients" / "sdk" / "examples" / "quickstart.py"
+@pytest.mark.parametrize("example", ["quickstart.py", "two_players.py"])
+def test_the_sdk_examples_are_shown_whole_and_run(example: str) -> None:
+    """docs/clients.md shows each SDK example script whole, and runs it."""
+    script = ROOT / "clients" / "sdk" / "examples" / example
     shown = [b for b in RUN if b.page.name == "clients.md" and b.language == "python"]
-    assert any(run_by_a_shell_block(b) == quickstart for b in shown), (
-        "docs/clients.md must show clients/sdk/examples/quickstart.py as it is, run by a shell block"
+    assert any(run_by_a_shell_block(b) == script for b in shown), (
+        f"docs/clients.md must show clients/sdk/examples/{example} as it is, run by a shell block"
     )
 
 
