@@ -3,6 +3,7 @@
     ascension play                      # a private engine on a free port, you vs an ISMCTS bot
     ascension play --players 3 --bot ismcts,heuristic --sets both
     ascension play --address HOST:PORT  # on a running engine (--game ID --token T to join)
+    ascension join LINK --address HOST:PORT  # your seat from a browser invitation link
     ascension watch GAME --address HOST:PORT
     ascension bots --games 20 --bots ismcts,heuristic
     ascension games --address HOST:PORT
@@ -32,7 +33,7 @@ from rich.table import Table
 
 from clients import bots_runner
 from clients.embedded import EmbeddedEngine, EngineStartError
-from clients.sdk import DIFFICULTIES, TLS, AscensionError, Client, bot, human
+from clients.sdk import DIFFICULTIES, TLS, AscensionError, Client, bot, human, parse_invitation
 from clients.sdk.tls import TlsFilesError, operator_key_from_env, reload_seconds_from_env
 from clients.sdk.types import SETS
 from clients.web import client_address, hosts
@@ -43,6 +44,7 @@ examples:
   ascension play                                # you vs an ISMCTS bot, on a private engine
   ascension play --difficulty hard               # levels: easy, normal, hard, expert
   ascension play --players 3 --bot ismcts,heuristic --sets both
+  ascension join LINK --address HOST:PORT       # your seat from an invitation link
   ascension watch GAME --address HOST:PORT      # spectate
   ascension bots --games 20 --bots ismcts,heuristic
   ascension review GAME --address HOST:PORT --token T   # your decisions, rated
@@ -185,6 +187,15 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--no-clear", action="store_true", help="do not clear the screen each turn")
     _connection_flags(play)
 
+    join = sub.add_parser("join", help="take your seat from an invitation link and play")
+    join.add_argument("link", metavar="LINK", help="the invitation link (…#/join/<game>/<token>)")
+    join.add_argument(
+        "--address", default=_address_default(),
+        help="engine address HOST:PORT where the game is (env ASCENSION_ADDRESS)",
+    )  # fmt: skip
+    join.add_argument("--no-clear", action="store_true", help="do not clear the screen each turn")
+    _connection_flags(join)
+
     watch = sub.add_parser("watch", help="spectate a game")
     watch.add_argument("game", metavar="GAME", help="the game id")
     watch.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
@@ -315,6 +326,23 @@ def engine_address(
 
 def _cpus() -> int:
     return max(1, min(8, (os.cpu_count() or 2)))
+
+
+def cmd_join(args: argparse.Namespace, console: Console) -> int:
+    """``play --game --token`` with the seat an invitation link gives."""
+    try:
+        game_id, token = parse_invitation(args.link)
+    except ValueError as e:
+        console.print(f"[red]{e}[/]")
+        return 2
+    if not args.address:
+        console.print("[red]join needs --address (or ASCENSION_ADDRESS): the engine where the "
+                      "game is (the link names the game and your seat, not the engine).[/]")  # fmt: skip
+        return 2
+    play = build_parser().parse_args(["play"])
+    vars(play).update({k: v for k, v in vars(args).items() if k in vars(play)})
+    play.command, play.game, play.token = "play", game_id, token
+    return cmd_play(play, console)
 
 
 def cmd_play(args: argparse.Namespace, console: Console) -> int:
@@ -568,7 +596,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     commands = {
-        "play": cmd_play, "watch": cmd_watch, "bots": cmd_bots, "games": cmd_games, "web": cmd_web,
+        "play": cmd_play, "join": cmd_join, "watch": cmd_watch, "bots": cmd_bots, "games": cmd_games, "web": cmd_web,
         "review": cmd_review,
     }  # fmt: skip
     try:

@@ -54,6 +54,8 @@ from clients.sdk.types import (
     SeatSpec,
     bot,
     human,
+    invitation_link,
+    parse_invitation,
     time_left,
 )
 
@@ -99,5 +101,7 @@ __all__ = [
     "Watch",
     "bot",
     "human",
+    "invitation_link",
+    "parse_invitation",
     "time_left",
 ]

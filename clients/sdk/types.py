@@ -6,6 +6,7 @@ messages, which are typed (``GameView``, ``LegalAction``, ``GameUpdate`` are re-
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -60,6 +61,27 @@ class Clock:
             on_timeout=TIMEOUT_POLICIES[self.on_timeout],
             bot_difficulty=self.bot_difficulty,
         )
+
+
+_INVITATION = re.compile(r"#/join/([0-9a-z]{22})/([A-Za-z0-9_][A-Za-z0-9_-]{31,127})$")
+
+
+def invitation_link(page_url: str, game_id: str, token: str) -> str:
+    """The browser page's link that gives its holder ``token``'s seat (``page_url``: where
+    ``ascension web`` serves the page). The token is in the fragment only, which browsers
+    never send to a server."""
+    return f"{page_url.split('#', 1)[0]}#/join/{game_id}/{token}"
+
+
+def parse_invitation(link: str) -> tuple[str, str]:
+    """(game id, seat token) of an invitation link; ValueError naming what is wrong."""
+    m = _INVITATION.search(link.strip())
+    if not m:
+        raise ValueError(
+            "not an invitation link: expected ...#/join/<game id>/<seat token>, as the lobby's "
+            "'Play with friends' gives"
+        )
+    return m.group(1), m.group(2)
 
 
 def time_left(clock: game_pb2.ClockState, seat: int, now: float | None = None) -> float:

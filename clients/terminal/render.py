@@ -8,6 +8,7 @@ the lines that are left.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from clients.sdk.types import Catalog, GameView, LegalAction
+from clients.sdk.types import Catalog, GameView, LegalAction, time_left
 from clients.terminal.style import (
     DEEP,
     GHOST_STYLE,
@@ -82,9 +83,19 @@ def header(view: GameView, me: int, layout: Layout) -> Text:
     t.append(str(b.honor_pool), style="bold yellow")
     if b.final_round:
         t.append(" · FINAL ROUND", style="bold red")
+    if view.HasField("clock") and view.clock.seat >= 0 and not view.over:
+        left = time_left(view.clock, view.clock.seat)
+        whose = "your time" if view.clock.seat == me else f"{seat_name(view, view.clock.seat, me)}'s time"
+        t.append(f" · {whose} {clock_text(left)}", style="bold red" if left < 10 else "bold")
     names = SET_SHORT if layout.compact else SET_NAMES
     t.append(f" · {names.get(view.sets, view.sets)}", style="dim")
     return t
+
+
+def clock_text(seconds: float) -> str:
+    """m:ss (h:mm:ss past an hour) of a time left."""
+    s = math.ceil(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
 def decision_line(view: GameView, catalog: Catalog, me: int) -> Text | None:
@@ -233,6 +244,13 @@ def _seat_summary(view: GameView, seat: int) -> Text:
     items = len(s.treasures) + len(s.coins)
     if items:
         t.append(f" · Treasure {items}", style="yellow")
+    info = next((i for i in view.seat_info if i.seat == seat), None)
+    if info is not None and info.resigned:
+        t.append(" · resigned", style="dim")
+    elif info is not None and info.present:
+        t.append(" · here", style="green")
+    if view.HasField("clock") and seat < len(view.clock.bank_ms) and seat != view.clock.seat:
+        t.append(f" · clock {clock_text(time_left(view.clock, seat))}", style="dim")
     return t
 
 

@@ -5,8 +5,10 @@ and asyncio clients)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import queue
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -18,6 +20,8 @@ from clients.sdk import (
     GameOverError,
     UnauthenticatedError,
     human,
+    invitation_link,
+    parse_invitation,
     time_left,
 )
 from engine_service.api.ascension.v1 import game_pb2 as pb
@@ -87,3 +91,46 @@ def test_the_async_client_does_the_same(engine: EmbeddedEngine) -> None:
             assert resigned.view.over and resigned.view.winner == 1
 
     asyncio.run(asyncio.wait_for(go(), 60))
+
+
+def test_an_invitation_link_holds_the_token_in_its_fragment_only() -> None:
+    token = "3nyva1yz5NKBGXlzm5a14bbGh0DfpEUC"
+    link = invitation_link("http://127.0.0.1:8080/?pace=0", "01m921vb8791yjx98v5vxv", token)
+    parts = urlsplit(link)
+    assert token in parts.fragment and token not in parts.path + parts.query
+    assert parse_invitation(link) == ("01m921vb8791yjx98v5vxv", token)
+    for bad in ("http://x/#/play/01m921vb8791yjx98v5vxv", "http://x/#/join/short/abc", ""):
+        with pytest.raises(ValueError, match="invitation link"):
+            parse_invitation(bad)
+
+
+def test_ascension_join_says_what_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    from clients import cli
+
+    assert cli.main(["join", "http://x/#/join/nope", "--address", "127.0.0.1:1"]) == 2
+    assert "not an invitation link" in capsys.readouterr().out
+    link = invitation_link("http://x/", "01m921vb8791yjx98v5vxv", "3nyva1yz5NKBGXlzm5a14bbGh0DfpEUC")
+    os.environ.pop("ASCENSION_ADDRESS", None)
+    assert cli.main(["join", link]) == 2
+    assert "needs --address" in capsys.readouterr().out
+
+
+def test_ascension_join_takes_the_seat_of_the_link(engine: EmbeddedEngine, client: Client) -> None:
+    from clients import cli
+
+    game = client.create_game([human("Ann"), human("Bob")])
+    client.resign(game.game_id, game.token(0))  # (over: the session shows the end and returns)
+    link = invitation_link("http://x/", game.game_id, game.token(1))
+    assert cli.main(["join", link, "--address", engine.address, "--no-clear"]) == 0
+
+
+def test_the_terminal_shows_the_clocks_and_who_is_here(client: Client) -> None:
+    from clients.terminal import render
+
+    game = client.create_game([human("Ann"), human("Bob")], clock=Clock(turn_seconds=90))
+    view = client.get_view(game.game_id, game.token(game.view.to_move))
+    head = render.header(view, view.seat, render.Layout(width=120, height=40)).plain
+    assert "your time 1:" in head  # a minute and a half, counting down
+    other = 1 - view.seat
+    assert "clock 1:30" in render._seat_summary(view, other).plain
+    assert render.clock_text(3725) == "1:02:05" and render.clock_text(9.2) == "0:10"

@@ -8,7 +8,7 @@ import { Code, errorText, isCode, type EngineClient } from "./api";
 import * as board from "./board";
 import { loadCatalog, type Catalog } from "./catalog";
 import { h, replaceKeepingFocus, sleep, type Child } from "./dom";
-import type { GameUpdate, GameView, LegalAction } from "./gen/ascension/v1/game_pb";
+import { SeatInfo_Kind, type GameUpdate, type GameView, type LegalAction } from "./gen/ascension/v1/game_pb";
 import { ask, confirmText } from "./glossary";
 import { howToPlayButton } from "./howto";
 import { entryOf, type Entry } from "./log";
@@ -48,9 +48,13 @@ export class GameScreen {
   private hintFor = -1n;
   private hinting = false;
   private allActions = false; // a phone's docked list: every action, not only those off the table
+  private present = new Set<number>(); // seats whose player is here (presence updates)
+  private ticker: number | undefined; // redraws the clocks while one runs
 
   private readonly el = {
     header: h("div", { class: "game-top" }),
+    clocks: h("div", { class: "clocks", role: "group", "aria-label": "Clocks and who is here" }),
+    warning: h("p", { class: "time-warning", role: "alert" }),
     status: h("p", { class: "status", role: "status", "aria-live": "polite", tabindex: "-1" }),
     ring: h("div", { class: "ring-area" }),
     mine: h("div", { class: "mine-area" }),
@@ -74,6 +78,8 @@ export class GameScreen {
     this.view = await this.client.getGame({ gameId: this.gameId, token: this.token });
     this.me = this.view.seat;
     this.shownVersion = this.view.version;
+    this.present = new Set(this.view.seatInfo.filter((s) => s.present).map((s) => s.seat));
+    this.ticker = window.setInterval(() => this.renderClocks(), 500);
     this.catalog = await loadCatalog(this.client, this.view.catalogFingerprint);
     document.title = `${this.me >= 0 ? "Playing" : "Watching"} ${this.gameId} · Ascension`;
     this.render();
@@ -85,6 +91,7 @@ export class GameScreen {
   stop(): void {
     this.stopped = true;
     this.abort.abort();
+    window.clearInterval(this.ticker);
     document.removeEventListener("keydown", this.onKey);
   }
 
@@ -112,6 +119,8 @@ export class GameScreen {
         h("span", { class: "about" }, this.opts.about),
       ),
       this.el.header,
+      this.el.clocks,
+      this.el.warning,
       this.el.status,
       h(
         "div",
@@ -155,6 +164,7 @@ export class GameScreen {
       act: (a) => void this.submit(a),
     };
     replaceKeepingFocus(this.el.header, board.header(t), board.decisionLine(t));
+    this.renderClocks();
     replaceKeepingFocus(this.el.ring, board.ring(t));
     replaceKeepingFocus(this.el.mine, board.mySeat(t));
     replaceKeepingFocus(this.el.others, h("h2", { id: "others-title" }, this.me >= 0 ? "Opponents" : "Players"), board.otherSeats(t));
@@ -187,6 +197,44 @@ export class GameScreen {
       const first = this.el.actions.querySelector<HTMLElement>("button.act");
       (first ?? this.el.status).focus();
     }
+  }
+
+  /** Each seat's clock (the running one counting down against this machine's time) and whether
+   * its player is here; a warning when your own time runs short. */
+  private renderClocks(): void {
+    const v = this.view;
+    if (!v) return;
+    const c = v.clock;
+    const now = Date.now();
+    const left = (seat: number): number | null => {
+      if (!c) return null;
+      if (c.seat === seat && c.deadlineUnixMs > 0n) return Math.max(0, Number(c.deadlineUnixMs) - now);
+      return seat < c.bankMs.length ? Number(c.turnMs[seat] + c.bankMs[seat]) : null;
+    };
+    const humans = v.seatInfo.filter((s) => s.kind !== SeatInfo_Kind.AI);
+    if (!c && humans.length < 2) {
+      this.el.clocks.hidden = true;
+      return;
+    }
+    this.el.clocks.hidden = false;
+    const items = v.seatInfo.map((s) => {
+      const ms = left(s.seat);
+      const running = !!c && c.seat === s.seat && !v.over;
+      const human = s.kind !== SeatInfo_Kind.AI;
+      const here = human ? (this.present.has(s.seat) ? "here" : "away") : "bot";
+      return h(
+        "span",
+        { class: `clock seat-${s.seat}${running ? " running" : ""}${running && ms !== null && ms < 10000 ? " short" : ""}`, "data-seat": s.seat },
+        h("span", { class: `presence ${here}`, title: here }, human ? (here === "here" ? "●" : "○") : ""),
+        ` ${seatName(v, s.seat, this.me)}`,
+        s.resigned ? " (resigned)" : "",
+        ms === null || s.kind === SeatInfo_Kind.AI ? "" : h("span", { class: "time" }, ` ${clockText(ms)}`),
+      );
+    });
+    replaceKeepingFocus(this.el.clocks, ...items);
+    const mine = this.me >= 0 && c && c.seat === this.me && !v.over ? left(this.me) : null;
+    const text = mine !== null && mine < 10000 ? `Your time is running out: ${Math.ceil(mine / 1000)} s left, then the engine plays for you.` : "";
+    if (this.el.warning.textContent !== text) this.el.warning.textContent = text;
   }
 
   private toggleAll(): void {
@@ -278,6 +326,7 @@ export class GameScreen {
         "li",
         { class: `entry seat-${e.seat}`, "data-version": String(u.version) },
         e.lines.join(" · "),
+        u.timeout ? h("span", { class: "timeout" }, ` (${u.timeout})`) : null,
       ),
     );
     // The log is in version order even if an update arrives late (our own move's reply first).
@@ -294,8 +343,14 @@ export class GameScreen {
     let failures = 0;
     while (!this.stopped) {
       try {
-        const request = { gameId: this.gameId, afterVersion: after, afterCommitId: afterCommit };
+        // With the seat's token the player counts as here while the page is open.
+        const request = { gameId: this.gameId, afterVersion: after, afterCommitId: afterCommit, token: this.token, withPresence: true };
         for await (const u of this.client.watchGame(request, { signal: this.abort.signal })) {
+          if (u.presenceOnly) {
+            this.present = new Set(u.presentSeats);
+            this.renderClocks();
+            continue;
+          }
           after = u.version;
           afterCommit = u.commitId;
           failures = 0;
@@ -522,4 +577,11 @@ export class GameScreen {
 /** "a, b and c". */
 function joined(parts: string[]): string {
   return parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(", ")} and ${parts[parts.length - 1]}`;
+}
+
+/** m:ss (h:mm:ss past an hour) of a time left in milliseconds. */
+export function clockText(ms: number): string {
+  const s = Math.ceil(ms / 1000);
+  const two = (n: number): string => String(n).padStart(2, "0");
+  return s >= 3600 ? `${Math.floor(s / 3600)}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}` : `${Math.floor(s / 60)}:${two(s % 60)}`;
 }

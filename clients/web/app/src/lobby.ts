@@ -1,9 +1,11 @@
-// The lobby: start a game against the bots, start a bots-only game to watch, and the list of
-// games on the engine (a spectator picks one to watch; your own games can be resumed).
+// The lobby: start a game against the bots, start a game with friends (one invitation link per
+// seat, clocks to choose), start a bots-only game to watch, and the list of games on the engine
+// (a spectator picks one to watch; your own games can be resumed).
 import { errorText, type EngineClient } from "./api";
 import { h, replaceKeepingFocus } from "./dom";
 import { SeatInfo_Kind } from "./gen/ascension/v1/game_pb";
 import type { SeatConfig } from "./gen/ascension/v1/engine_pb";
+import { TimeoutPolicy, type ClockSettings } from "./gen/ascension/v1/game_pb";
 import { howToPlayButton } from "./howto";
 import { SET_NAMES } from "./names";
 
@@ -38,6 +40,19 @@ const DIFFICULTIES: [string, string][] = [
 ];
 
 const KNOWN_BOTS = ["ismcts", "heuristic", "random"];
+
+// Clock presets for games with friends: [label, turn seconds, bank seconds, increment seconds]
+const CLOCKS: [string, number, number, number][] = [
+  ["1 minute a turn", 60, 0, 0],
+  ["30 s a turn + 3 min bank", 30, 180, 0],
+  ["5 min + 5 s a turn", 0, 300, 5],
+  ["No clock", 0, 0, 0],
+];
+
+/** The link that gives its holder seat ``token`` of the game: the token in the fragment only. */
+export function invitationLink(gameId: string, token: string): string {
+  return `${location.origin}${location.pathname}#/join/${gameId}/${token}`;
+}
 const LIST_EVERY_MS = 3000;
 
 export const tokens = {
@@ -68,6 +83,7 @@ export class Lobby {
   private timer: number | undefined;
   private readonly list = h("div", { class: "games-list" });
   private readonly message = h("p", { class: "message", role: "alert" });
+  private readonly invites = h("div", { class: "invites", "aria-live": "polite" });
 
   constructor(
     private readonly root: HTMLElement,
@@ -143,8 +159,79 @@ export class Lobby {
       h("div", { class: "lobby-head" }, h("h1", {}, "Ascension", h("small", {}, " · Skulls & Sails · Curse of the Golden Isles")), howToPlayButton(() => "both")),
       c.engine ? h("p", { class: "about" }, `Engine at ${c.engine}.`) : null,
       form,
+      this.friendsForm(),
       h("section", { class: "games", "aria-labelledby": "games-title" }, h("h2", { id: "games-title" }, "Games on this engine"), this.list),
     );
+  }
+
+  /** A game with friends: several human seats (and bots), clocks, one invitation link each. */
+  private friendsForm(): HTMLElement {
+    const friends = h("input", { id: "friends", name: "friends", type: "number", min: 1, max: 5, value: 1, required: true });
+    const fbots = h("input", { id: "friend-bots", name: "friend-bots", type: "number", min: 0, max: 4, value: 0 });
+    const clock = h("select", { id: "clock", name: "clock" }, CLOCKS.map(([label], i) => h("option", { value: i }, label)));
+    const onTimeout = h(
+      "select",
+      { id: "on-timeout", name: "on-timeout", "aria-describedby": "on-timeout-hint" },
+      h("option", { value: TimeoutPolicy.FORCED_MOVE }, "the engine ends the turn"),
+      h("option", { value: TimeoutPolicy.BOT }, "a Normal bot plays the turn"),
+    );
+    return h(
+      "form",
+      {
+        class: "new-game friends",
+        "aria-labelledby": "friends-title",
+        onsubmit: (ev: Event) => {
+          ev.preventDefault();
+          void this.createWithFriends();
+        },
+      },
+      h("h2", { id: "friends-title" }, "Play with friends"),
+      this.field("friends", "Friends (other people)", friends),
+      this.field("friend-bots", "Bots", fbots),
+      this.field("clock", "Clock", clock),
+      this.field("on-timeout", "When time runs out", onTimeout, "a seat out of time is played for until its turn ends"),
+      h("div", { class: "buttons" }, h("button", { id: "invite", type: "submit" }, "Create and invite")),
+      this.invites,
+    );
+  }
+
+  private async createWithFriends(): Promise<void> {
+    const v = (id: string): string => (this.root.querySelector<HTMLInputElement>(`#${id}`)?.value ?? "").trim();
+    const o = this.values();
+    const friends = Math.min(5, Math.max(1, Number(v("friends")) || 1));
+    const bots = Math.min(4, Math.max(0, Number(v("friend-bots")) || 0));
+    const person = (name: string): SeatConfig => ({ $typeName: "ascension.v1.SeatConfig", kind: SeatInfo_Kind.HUMAN, name });
+    const seats = [person(o.name), ...Array.from({ length: friends }, (_, i) => person(`Friend ${i + 1}`)), ...botSeats(["heuristic"], bots, 0, null, friends + 1, "normal")];
+    const [, turn, bank, increment] = CLOCKS[Number(v("clock")) || 0];
+    const policy = Number(v("on-timeout")) as TimeoutPolicy;
+    const clock: ClockSettings | undefined =
+      turn || bank || increment
+        ? { $typeName: "ascension.v1.ClockSettings", turnSeconds: turn, bankSeconds: bank, incrementSeconds: increment, onTimeout: policy, botDifficulty: "" }
+        : undefined;
+    this.invites.textContent = "Dealing…";
+    try {
+      const r = await this.client.createGame({ sets: o.sets, seats, clock });
+      tokens.set(r.gameId, r.seatTokens[0]);
+      const links = r.seatTokens.slice(1, friends + 1).map((token, i) => {
+        const link = invitationLink(r.gameId, token);
+        const id = `invite-${i + 1}`;
+        return h(
+          "li",
+          {},
+          h("label", { for: id }, `Friend ${i + 1} (seat ${i + 2}): `),
+          h("input", { id, class: "invite-link", readonly: true, value: link, size: 40 }),
+          h("button", { type: "button", onclick: () => void navigator.clipboard?.writeText(link) }, "Copy"),
+        );
+      });
+      replaceKeepingFocus(
+        this.invites,
+        h("p", {}, "Send each friend their own link (whoever opens it takes that seat):"),
+        h("ul", { class: "invite-links" }, links),
+        h("p", {}, h("a", { id: "to-table", href: `#/play/${r.gameId}` }, "Go to the table")),
+      );
+    } catch (e) {
+      this.invites.textContent = `The engine refused: ${errorText(e)}`;
+    }
   }
 
   /** The bots and budget fields count only without a difficulty: hidden with one (a level

@@ -1,5 +1,8 @@
 // The page: #/ the lobby, #/play/<game> your seat (token kept in this tab), #/watch/<game> a spectator,
-// #/review/<game> the review of your seat's decisions in that game.
+// #/review/<game> the review of your seat's decisions in that game, #/join/<game>/<token> an
+// invitation: the seat is taken (the token kept in this tab and removed from the address bar)
+// and played at #/play/<game>. The token is in the fragment, which browsers never send to a
+// server: it reaches no server log.
 // Query options: ?protocol=grpc-web (default connect), ?pace=<ms> between others' moves.
 import { engineClient, errorText, type Protocol } from "./api";
 import { h } from "./dom";
@@ -35,6 +38,11 @@ let current: { stop(): void } | null = null;
 async function route(config: PageConfig): Promise<void> {
   current?.stop();
   current = null;
+  const join = /^#\/join\/([\w-]+)\/([\w-]+)$/.exec(location.hash);
+  if (join) {
+    tokens.set(join[1], join[2]);
+    history.replaceState(null, "", `${location.pathname}${location.search}#/play/${join[1]}`);
+  }
   const rv = /^#\/review\/([\w-]+)$/.exec(location.hash);
   if (rv) {
     await review(rv[1]);
