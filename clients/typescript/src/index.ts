@@ -22,3 +22,17 @@ export function engineClient(address: string): EngineClient {
   const baseUrl = /^https?:\/\//.test(address) ? address : `http://${address}`;
   return createClient(Engine, createGrpcTransport({ baseUrl }));
 }
+
+/**
+ * Milliseconds `seat` has left on a game's clocks (GameView.clock / GameUpdate.clock): counting
+ * down for the seat whose clock runs (against this machine's time), standing still for the others.
+ */
+export function timeLeftMs(clock: { seat: number; deadlineUnixMs: bigint; bankMs: bigint[]; turnMs: bigint[] }, seat: number, nowMs: number = Date.now()): number {
+  if (clock.seat === seat && clock.deadlineUnixMs > 0n) return Math.max(0, Number(clock.deadlineUnixMs) - nowMs);
+  return seat < clock.bankMs.length ? Number(clock.turnMs[seat] + clock.bankMs[seat]) : 0;
+}
+
+/** The browser page's link that gives its holder the seat of `token` (in the fragment only). */
+export function invitationLink(pageUrl: string, gameId: string, token: string): string {
+  return `${pageUrl.split("#")[0]}#/join/${gameId}/${token}`;
+}
