@@ -33,15 +33,17 @@ HandOverResult = engine_pb2.HandOverSeatResponse
 
 SETS = ("ss", "cotgi", "both")
 TIMEOUT_POLICIES = {"forced_move": game_pb2.TIMEOUT_POLICY_FORCED_MOVE,
-                    "bot": game_pb2.TIMEOUT_POLICY_BOT}  # fmt: skip
+                    "bot": game_pb2.TIMEOUT_POLICY_BOT,
+                    "forfeit": game_pb2.TIMEOUT_POLICY_FORFEIT}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class Clock:
     """Clocks for a game's human seats (``ClockSettings``; docs/clients.md, "Clocks and
     presence"): an allowance per turn, then a bank that gains an increment after each turn;
-    when a seat's time runs out, the engine plays its default (``"forced_move"``) or a bot of
-    ``bot_difficulty`` plays the rest of its turn (``"bot"``)."""
+    when a seat's time runs out, the engine plays its default (``"forced_move"``), a bot of
+    ``bot_difficulty`` plays the rest of its turn (``"bot"``), or the seat forfeits
+    (``"forfeit"``: it resigns)."""
 
     turn_seconds: int = 0
     bank_seconds: int = 0

@@ -30,10 +30,11 @@ from engine_service import rules
 from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.rules import actions as A
 
-FORCED_MOVE, BOT = "forced_move", "bot"
+FORCED_MOVE, BOT, FORFEIT = "forced_move", "bot", "forfeit"
 POLICIES = {pb.TIMEOUT_POLICY_UNSPECIFIED: FORCED_MOVE, pb.TIMEOUT_POLICY_FORCED_MOVE: FORCED_MOVE,
-            pb.TIMEOUT_POLICY_BOT: BOT}  # fmt: skip
-_POLICY_IDS = {FORCED_MOVE: pb.TIMEOUT_POLICY_FORCED_MOVE, BOT: pb.TIMEOUT_POLICY_BOT}
+            pb.TIMEOUT_POLICY_BOT: BOT, pb.TIMEOUT_POLICY_FORFEIT: FORFEIT}  # fmt: skip
+_POLICY_IDS = {FORCED_MOVE: pb.TIMEOUT_POLICY_FORCED_MOVE, BOT: pb.TIMEOUT_POLICY_BOT,
+               FORFEIT: pb.TIMEOUT_POLICY_FORFEIT}  # fmt: skip
 DEFAULT_BOT = "normal"
 ABANDONED = 2
 
@@ -43,7 +44,7 @@ class ClockSettings:
     turn_ms: int  # the allowance per turn, 0 = none
     bank_ms: int  # each human seat's bank at the start
     increment_ms: int  # added to the bank after each of the seat's turns
-    policy: str  # FORCED_MOVE or BOT
+    policy: str  # FORCED_MOVE, BOT or FORFEIT
     bot_difficulty: str  # BOT: the level that plays the rest of the turn
 
     def as_payload(self) -> dict[str, Any]:

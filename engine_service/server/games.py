@@ -701,6 +701,7 @@ class Games:
         seat: int,
         action: int,
         viewer: int | None = None,
+        timeout: str = "",
     ) -> tuple[pb.GameUpdate, pb.GameView]:
         """Write the table event ``action`` of ``seat`` as the version after ``rec``'s (no card
         moves), with ``table`` as the table record from then on (``meta_after``: the seats as
@@ -714,6 +715,7 @@ class Games:
         upd = pb.GameUpdate()
         history.table_event(upd, game_id, version, seat, action, s, over)
         upd.commit_id, upd.parent_commit_id = commit_id, rec.commit_id
+        upd.timeout = timeout
         nxt = -1 if over else s.to_move()
         payload = None
         if meta_after.is_ai(nxt):
@@ -722,7 +724,7 @@ class Games:
         run = table.clock
         if meta.clock is not None and run is not None:
             run = clocks.advance(meta.clock, run, s, meta_after.humans(), now_ms, version, -1,
-                                 timed_out=False)  # fmt: skip
+                                 timed_out=bool(timeout))  # fmt: skip
             run = replace(run, seat=-1) if over or nxt in table.resigned else run
             table = replace(table, clock=run)
             deadline = deadline or run.deadline_ms()
@@ -799,6 +801,8 @@ class Games:
                 reason = self._timeout_reason(meta)
                 if meta.clock.policy == clocks.BOT:
                     return done + await self._hand_to_bot(rec, meta, seat, now)
+                if meta.clock.policy == clocks.FORFEIT:
+                    return done + await self._forfeit(rec, meta, table, seat)
             else:
                 return done
             legal = self.states.legal_actions(game_id, rec.commit_id, state)
@@ -822,6 +826,23 @@ class Games:
                 self.metrics.clock_timeouts.labels(clocks.FORCED_MOVE).inc()
                 log.info("game %s: seat %d's time ran out: its default is played", game_id, seat)
             done += 1
+
+    async def _forfeit(
+        self, rec: GameRecord, meta: GameMeta, table: fallbacks.Table, seat: int
+    ) -> int:
+        """``seat``, its time run out, resigns (the clock's forfeit policy); 1 if this replica
+        wrote it (another may have first: a compare-and-set on the version read)."""
+        after = replace(table, resigned=(*table.resigned, seat))
+        why = "time ran out: the seat forfeits"
+        try:
+            await self._table_event(rec, meta, after, meta, seat, seats.RESIGN, timeout=why)
+        except ServiceError as e:
+            if e.code is Code.ABORTED:
+                return 0
+            raise
+        self.metrics.clock_timeouts.labels(clocks.FORFEIT).inc()
+        log.info("game %s: seat %d's time ran out: it forfeits", rec.game_id, seat)
+        return 1
 
     async def _hand_to_bot(self, rec: GameRecord, meta: GameMeta, seat: int, now: float) -> int:
         """The clock's bot plays for ``seat``, its time run out: a pending AI move in place of

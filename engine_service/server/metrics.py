@@ -152,7 +152,7 @@ class Metrics:
         )
         self.clock_timeouts = Counter(
             "ascension_clock_timeouts",
-            "human seats whose time ran out, by the game's timeout policy (forced_move, bot)",
+            "human seats whose time ran out, by the game's timeout policy (forced_move, bot, forfeit)",
             ["policy"],
             registry=r,
         )

@@ -32,7 +32,7 @@ def test_a_clock_is_checked_before_it_is_sent() -> None:
         pb.TIMEOUT_POLICY_BOT
     )
     with pytest.raises(ValueError, match="on_timeout"):
-        Clock(turn_seconds=5, on_timeout="forfeit").to_proto()
+        Clock(turn_seconds=5, on_timeout="lose").to_proto()
 
 
 def test_time_left_counts_down_for_the_seat_to_move_only() -> None:

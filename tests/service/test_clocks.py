@@ -18,7 +18,7 @@ from engine_service.api.ascension.v1 import game_pb2 as pb
 from engine_service.server import clocks
 from tests.service import support
 
-FORCED, BOT = pb.TIMEOUT_POLICY_FORCED_MOVE, pb.TIMEOUT_POLICY_BOT
+FORCED, BOT, FORFEIT = pb.TIMEOUT_POLICY_FORCED_MOVE, pb.TIMEOUT_POLICY_BOT, pb.TIMEOUT_POLICY_FORFEIT
 SWEEP = {"ENGINE_CLOCK_SWEEP_SECONDS": "0.2"}
 
 
@@ -163,6 +163,20 @@ def test_a_bot_plays_the_rest_of_the_turn_of_a_seat_out_of_time(redis_url: str) 
         assert support.metric(e, 'ascension_clock_timeouts_total{policy="bot"}') == 1
     finally:
         e.stop()
+
+
+def test_a_seat_out_of_time_forfeits_when_the_game_says_so(clocked: support.Engine) -> None:
+    stub = clocked.stub()
+    game = _create(stub, FORFEIT)
+    first = game.view.to_move
+    updates = support.Watcher(stub, game.game_id).result(timeout=60)  # (to its end)
+    u = updates[-1]
+    assert u.version == 2 and u.seat == first and u.action_kind == "resign" and u.over
+    assert u.timeout == "time ran out: the seat forfeits"
+    assert 0 <= u.time_unix_ms - game.view.clock.deadline_unix_ms < 2000
+    view = stub.GetGame(epb.GetGameRequest(game_id=game.game_id), timeout=support.CALL_TIMEOUT)
+    assert view.over and view.winner == 1 - first and view.seat_info[first].resigned
+    assert list(view.clock.timeouts)[first] == 1
 
 
 def _settled(stub: rpc.EngineStub, game_id: str) -> pb.GameView:

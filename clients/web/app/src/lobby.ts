@@ -174,6 +174,7 @@ export class Lobby {
       { id: "on-timeout", name: "on-timeout", "aria-describedby": "on-timeout-hint" },
       h("option", { value: TimeoutPolicy.FORCED_MOVE }, "the engine ends the turn"),
       h("option", { value: TimeoutPolicy.BOT }, "a Normal bot plays the turn"),
+      h("option", { value: TimeoutPolicy.FORFEIT }, "the seat forfeits"),
     );
     return h(
       "form",

@@ -14,9 +14,11 @@ class TimeoutPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TIMEOUT_POLICY_UNSPECIFIED: _ClassVar[TimeoutPolicy]
     TIMEOUT_POLICY_FORCED_MOVE: _ClassVar[TimeoutPolicy]
     TIMEOUT_POLICY_BOT: _ClassVar[TimeoutPolicy]
+    TIMEOUT_POLICY_FORFEIT: _ClassVar[TimeoutPolicy]
 TIMEOUT_POLICY_UNSPECIFIED: TimeoutPolicy
 TIMEOUT_POLICY_FORCED_MOVE: TimeoutPolicy
 TIMEOUT_POLICY_BOT: TimeoutPolicy
+TIMEOUT_POLICY_FORFEIT: TimeoutPolicy
 
 class Card(_message.Message):
     __slots__ = ("id", "key", "name", "type", "faction", "cost", "honor", "text", "set", "copies")
