@@ -142,7 +142,16 @@ def test_a_late_move_is_refused_with_time_ran_out(redis_url: str) -> None:
         e.stop()
 
 
-def test_a_bot_plays_the_rest_of_the_turn_of_a_seat_out_of_time(redis_url: str) -> None:
+@pytest.fixture
+def own_redis() -> Iterator[str]:
+    """A Redis of the test's own: every engine on a store enforces its clocks, so a test that
+    counts who did must not share its store with other tests' engines."""
+    with support.redis_server() as url:
+        yield url
+
+
+def test_a_bot_plays_the_rest_of_the_turn_of_a_seat_out_of_time(own_redis: str) -> None:
+    redis_url = own_redis
     # (an AI move dispatched while the local AI process is still starting is sent again by
     # the AI sweeper: within seconds here, not its default minute)
     e = support.start_engine(redis_url, ENGINE_AI_DISPATCH="local", ENGINE_AI_SWEEP_SECONDS="1",
@@ -194,7 +203,8 @@ def _timeouts_counted(*engines: support.Engine) -> float:
     return sum(support.metric(x, "ascension_clock_timeouts_total") for x in engines)
 
 
-def test_two_engines_sweeping_one_store_play_each_timeout_once(redis_url: str) -> None:
+def test_two_engines_sweeping_one_store_play_each_timeout_once(own_redis: str) -> None:
+    redis_url = own_redis
     a = support.start_engine(redis_url, **SWEEP)
     b = support.start_engine(redis_url, **SWEEP)
     try:
