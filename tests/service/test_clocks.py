@@ -94,11 +94,24 @@ def _played_for(updates: list[pb.GameUpdate], deadline_ms: int) -> pb.GameUpdate
     return late[0]
 
 
+@pytest.fixture
+def own_redis() -> Iterator[str]:
+    """A Redis of the test's own: every engine on a store enforces its clocks, so a test that
+    counts who did must not share its store with other tests' engines."""
+    with support.redis_server() as url:
+        yield url
+
+
+# Every engine on a store enforces its clocks: each engine these tests start has a Redis of
+# its own (or of its test's), so that what a test counts is its engines' doing.
+
+
 @pytest.fixture(scope="module")
-def clocked(redis_url: str) -> Iterator[support.Engine]:
-    e = support.start_engine(redis_url, **SWEEP)
-    yield e
-    e.stop()
+def clocked() -> Iterator[support.Engine]:
+    with support.redis_server() as url:
+        e = support.start_engine(url, **SWEEP)
+        yield e
+        e.stop()
 
 
 def test_a_seat_that_never_moves_gets_its_default_played_within_its_deadline_plus_2s(
@@ -121,7 +134,8 @@ def test_a_seat_that_never_moves_gets_its_default_played_within_its_deadline_plu
     assert view.clock.settings.turn_seconds == 1
 
 
-def test_a_late_move_is_refused_with_time_ran_out(redis_url: str) -> None:
+def test_a_late_move_is_refused_with_time_ran_out(own_redis: str) -> None:
+    redis_url = own_redis
     # An engine that does not sweep (housekeeping in another process would): the seat's time
     # runs out and nobody has played for it yet.
     e = support.start_engine(redis_url, ENGINE_CLOCK_SWEEP_SECONDS="3600")
@@ -140,14 +154,6 @@ def test_a_late_move_is_refused_with_time_ran_out(redis_url: str) -> None:
         assert "time ran out" in (err.details() or "")
     finally:
         e.stop()
-
-
-@pytest.fixture
-def own_redis() -> Iterator[str]:
-    """A Redis of the test's own: every engine on a store enforces its clocks, so a test that
-    counts who did must not share its store with other tests' engines."""
-    with support.redis_server() as url:
-        yield url
 
 
 def test_a_bot_plays_the_rest_of_the_turn_of_a_seat_out_of_time(own_redis: str) -> None:
@@ -246,7 +252,8 @@ def test_a_player_coming_back_starts_the_clocks_again(clocked: support.Engine) -
     assert resp.view.clock.deadline_unix_ms > 0
 
 
-def test_an_engine_restart_keeps_the_deadline(redis_url: str) -> None:
+def test_an_engine_restart_keeps_the_deadline(own_redis: str) -> None:
+    redis_url = own_redis
     a = support.start_engine(redis_url, **SWEEP)
     try:
         game = _create(a.stub(), FORCED, turn=4)
