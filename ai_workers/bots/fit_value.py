@@ -31,7 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import numpy as np  # the dev extra: the value model is fitted on a developer's machine
 
 from ai_workers.bots.evaluation import (
     VALUE_FIELDS,
