@@ -113,6 +113,28 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = L2, steps: int = 30) -> np.nda
     return w
 
 
+SEAT_TERMS = ("next_to_play", "next_to_play_end", "last_seat", "last_seat_end")
+
+
+def refit_seat_terms(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``w`` with the seat-order and to-move terms refitted on ``x``, ``y`` (the others held):
+    how much the seat that plays last gains depends on how the players play, so these terms
+    come from the self-play of the search as it is now."""
+    idx = [VALUE_FIELDS.index(k) for k in SEAT_TERMS]
+    rest = [i for i in range(len(w)) if i not in idx]
+    offset = x[:, rest] @ w[rest]
+    v = w[idx].copy()
+    xs = x[:, idx]
+    for _ in range(30):
+        p = 1.0 / (1.0 + np.exp(-np.clip(offset + xs @ v, -30, 30)))
+        grad = xs.T @ (p - y) / len(y) + L2 * v
+        hess = (xs * (p * (1 - p))[:, None]).T @ xs / len(y) + L2 * np.eye(len(v))
+        v -= np.linalg.solve(hess, grad)
+    out = w.copy()
+    out[idx] = v
+    return out
+
+
 def scores(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, float]:
     """Mean log-loss and Brier of the weights ``w`` on these rows."""
     p = np.clip(1.0 / (1.0 + np.exp(-np.clip(x @ w, -30, 30))), 1e-9, 1 - 1e-9)
@@ -138,8 +160,9 @@ def play(games: int, seed: int, bot: str, workers: int) -> list[Position]:
     return rows
 
 
-def report(rows: list[Position]) -> np.ndarray:
-    """Fit on four fifths of the games, print the held-out scores, refit on all of them."""
+def report(rows: list[Position], recent: list[Position] | None = None) -> np.ndarray:
+    """Fit on four fifths of the games, print the held-out scores, refit on all of them (and
+    the seat terms on ``recent`` alone, when given)."""
     games = sorted({r["game"] for r in rows})
     held = set(games[4::5])
     train = [r for r in rows if r["game"] not in held]
@@ -158,6 +181,12 @@ def report(rows: list[Position]) -> np.ndarray:
     w = fit(*arrays(rows))
     loss, brier = scores(*arrays(rows), w)
     print(f"fitted on all: log-loss {loss:.4f}, Brier {brier:.4f}")
+    if recent:
+        xr, yr = arrays(recent)
+        before = scores(xr, yr, w)[1]
+        w = refit_seat_terms(w, xr, yr)
+        print(f"seat terms refitted on the {len({r['game'] for r in recent})} recent games: "
+              f"their Brier {before:.4f} -> {scores(xr, yr, w)[1]:.4f}")  # fmt: skip
     for k, v in zip(VALUE_FIELDS, w, strict=True):
         print(f"  {k:18s} {v:+.4f}")
     return w
@@ -173,6 +202,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--save", default="", help="write the recorded positions here (JSON lines)")
     ap.add_argument("--load", nargs="*", default=[], help="fit from these files, not play")
+    ap.add_argument("--recent", nargs="*", default=[],
+                    help="saved positions of the search as it is now: the seat terms from them")  # fmt: skip
     ap.add_argument("--write", action="store_true", help=f"store the weights in {VALUE_MODEL_FILE}")
     args = ap.parse_args(argv)
     if args.load:
@@ -187,7 +218,10 @@ def main(argv: list[str] | None = None) -> None:
     if not rows:
         ap.error("no positions recorded")
     print(f"# value model from {source}")
-    w = report(rows)
+    recent = [json.loads(line) for f in args.recent for line in Path(f).read_text().splitlines()]
+    if recent:
+        source += f"; seat terms from {' + '.join(args.recent)}"
+    w = report(rows, recent)
     if args.write:
         path = Path(__file__).with_name(VALUE_MODEL_FILE)
         data = {

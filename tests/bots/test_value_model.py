@@ -89,8 +89,9 @@ def test_the_fit_script_runs_on_a_tiny_sample(
     assert "held out, value model fitted on the rest" in out
     assert "fitted on all" in out
     assert all(k in out for k in VALUE_FIELDS)
-    fit_value.main(["--load", str(saved)])
-    assert "fitted on all" in capsys.readouterr().out
+    fit_value.main(["--load", str(saved), "--recent", str(saved)])
+    out = capsys.readouterr().out
+    assert "fitted on all" in out and "seat terms refitted on the 5 recent games" in out
 
 
 def _calibration() -> ModuleType:
