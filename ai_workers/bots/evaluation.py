@@ -16,8 +16,10 @@ way round.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from importlib import resources
 
 from ai_workers.bots.knowledge import CREW_R, HONOR_R, Knowledge
 from engine_service.rules.scoring import end_text_honor, winner
@@ -25,8 +27,6 @@ from engine_service.rules.state import State
 
 ECON_W = 0.6  # the policy: future resources, discounted (waste, diminishing use)
 TOKENS_PER_TURN = 2.0  # Honor tokens a seat takes from the pool per turn, on average
-SCALE_HONOR = 6.0  # a finished game's margin: a lead of 6 Honor is worth ~0.73
-WIN_WEIGHT = 0.8  # at the end of the game: 0.8 for the win plus 0.2 for the margin
 
 
 @dataclass(slots=True)
@@ -120,6 +120,13 @@ class Weights:
     size: float = -0.0409
     next_to_play: float = 0.4027
     hand: float = 0.0  # per unit of play value in the hand of the seat to play next
+    # The value model's terms (0 in the older sets): Honor in the last round (the pool empty),
+    # the seat to play next late in the game, and the seat that plays last in each round (it
+    # gets the last turn and wins ties), at the start and, added, at the end.
+    honor_final: float = 0.0
+    next_to_play_end: float = 0.0
+    last_seat: float = 0.0
+    last_seat_end: float = 0.0
 
 
 WEIGHTS = Weights()
@@ -130,8 +137,24 @@ ISMCTS_WEIGHTS = Weights(
     turn_start=0.7538, turn_end=0.1283, pending_start=0.4507, pending_end=-0.0496,
     crew=0.1933, size=-0.0689, next_to_play=-0.0127, hand=0.0613,
 )  # fmt: skip
-# Named weight sets, for searches that compare evaluations (``ismcts:weights=NAME``).
-WEIGHT_SETS: dict[str, Weights] = {"heuristic": WEIGHTS, "ismcts": ISMCTS_WEIGHTS}
+
+
+def _load_value_model() -> Weights:
+    """The value model's weights: plain data beside this file, written by ``fit_value``."""
+    raw = json.loads(resources.files("ai_workers.bots").joinpath(VALUE_MODEL_FILE).read_text())
+    known = set(Weights.__dataclass_fields__)
+    return Weights(**{k: float(v) for k, v in raw["weights"].items() if k in known})
+
+
+VALUE_MODEL_FILE = "value_model.json"
+VALUE_WEIGHTS = _load_value_model()
+# Named weight sets, for searches that compare evaluations (``ismcts:weights=NAME``); "value"
+# (the value model, fitted to the search's own self-play) is the search's default.
+WEIGHT_SETS: dict[str, Weights] = {
+    "heuristic": WEIGHTS,
+    "ismcts": ISMCTS_WEIGHTS,
+    "value": VALUE_WEIGHTS,
+}
 
 
 def pool_left(s: State) -> float:
@@ -139,6 +162,17 @@ def pool_left(s: State) -> float:
     if s.ending or s.over:
         return 0.0
     return max(0.0, min(1.0, s.pool / s.config.honor_pool))
+
+
+# Before this share of the Honor pool is taken, a chance shown is still mostly a guess: in the
+# first third of a game the value model's chances score close to "always 50%"
+# (benchmarks/calibration.py prints the Brier score per third); clients say so.
+GUESS_UNTIL_TAKEN = 1.0 / 3.0
+
+
+def chance_is_guess(s: State) -> bool:
+    """Whether a win chance shown at ``s`` is still a guess (early in the game)."""
+    return 1.0 - pool_left(s) < GUESS_UNTIL_TAKEN
 
 
 def hand_value(s: State, q: int, K: Knowledge) -> float:
@@ -156,16 +190,44 @@ def scores_linear(
     wa = w.avg_play_start * f + w.avg_play_end * g
     wt = w.turn_start * f + w.turn_end * g
     wp = w.pending_start * f + w.pending_end * g
+    if s.ending:
+        wh += w.honor_final
+    last = (s.first - 1) % s.n
     out = []
     for q, st in enumerate(stats):
         u = wh * st.honor + wa * st.avg_play + wt * st.turn_sum + wp * st.pending
         u += w.crew * min(s.crew[q], 9) + w.size * st.size
         if q == s.active:
-            u += w.next_to_play
+            u += w.next_to_play + w.next_to_play_end * g
             if w.hand:
                 u += w.hand * hand_value(s, q, K)
+        if q == last:
+            u += w.last_seat + w.last_seat_end * g
         out.append(u)
     return out
+
+
+def seat_features(s: State, q: int, st: SeatStats, K: Knowledge) -> list[float]:
+    """Seat ``q``'s terms of :func:`scores_linear`, one per :data:`VALUE_FIELDS` (what the value
+    model is fitted on: ``scores_linear`` is their dot product with the weights)."""
+    f = pool_left(s)
+    g = 1.0 - f
+    active = 1.0 if q == s.active else 0.0
+    last = 1.0 if q == (s.first - 1) % s.n else 0.0
+    h = float(st.honor)
+    return [
+        h * f, h * g, h if s.ending else 0.0,
+        st.avg_play * f, st.avg_play * g, st.turn_sum * f, st.turn_sum * g,
+        st.pending * f, st.pending * g, float(min(s.crew[q], 9)), float(st.size),
+        active, active * g, last, last * g, hand_value(s, q, K) * active,
+    ]  # fmt: skip
+
+
+VALUE_FIELDS = (
+    "honor_start", "honor_end", "honor_final", "avg_play_start", "avg_play_end",
+    "turn_start", "turn_end", "pending_start", "pending_end", "crew", "size",
+    "next_to_play", "next_to_play_end", "last_seat", "last_seat_end", "hand",
+)  # fmt: skip
 
 
 def _sigmoid(z: float) -> float:
@@ -177,7 +239,7 @@ def _sigmoid(z: float) -> float:
 
 
 def evaluate(
-    s: State, K: Knowledge, softmax: bool = False, w: Weights = WEIGHTS
+    s: State, K: Knowledge, softmax: bool = False, w: Weights = VALUE_WEIGHTS
 ) -> list[float]:
     """Rewards in [0, 1], one per seat: the chance of winning from here.
 
@@ -185,15 +247,10 @@ def evaluate(
     ``softmax``, its share exp(u) / sum(exp(u)) (the same with two seats; with more, the
     chances sum to 1 and a seat far behind still prefers to close in on the leader)."""
     n = s.n
-    stats = [seat_stats(s, q, K) for q in range(n)]
-    if s.over:
+    if s.over:  # a finished game is certain
         won = winner(s)
-        honor = [st.honor for st in stats]
-        out = []
-        for q in range(n):
-            lead = honor[q] - max(honor[o] for o in range(n) if o != q)
-            out.append(WIN_WEIGHT * (q == won) + (1.0 - WIN_WEIGHT) * _sigmoid(lead / SCALE_HONOR))
-        return out
+        return [1.0 if q == won else 0.0 for q in range(n)]
+    stats = [seat_stats(s, q, K) for q in range(n)]
     u = scores_linear(s, stats, K, w)
     if softmax and n > 2:
         top = max(u)

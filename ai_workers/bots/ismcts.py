@@ -83,7 +83,7 @@ class SearchOptions:
     # (logistic of the lead in projected end-of-game Honor: evaluation.Projection)
     evaluation: str = "lead"
     fast: bool = True  # sample only the top of the center deck; play cards without listing
-    weights: str = "heuristic"  # the evaluation's weight set (evaluation.WEIGHT_SETS)
+    weights: str = "value"  # the evaluation's weight set (evaluation.WEIGHT_SETS)
     workers: int = 1  # processes searching each decision (root parallelism: root_parallel.py)
     # sample the other hands keeping the cards every seat knows to be there (State.known);
     # False: as if nothing were known of them (to measure what the knowledge is worth)

@@ -251,7 +251,7 @@ class Saboteur:
 def test_deliberately_bad_decisions_are_mistakes_and_the_bots_own_mostly_good(
     client: Client,
 ) -> None:
-    saboteur = Saboteur(count=3, from_turn=3, gap=0.08)
+    saboteur = Saboteur(count=3, from_turn=6, gap=0.12)
     g, _, _ = play(client, 51, choose={0: saboteur}, until=lambda s: len(saboteur.sabotaged) == 3)
     assert len(saboteur.sabotaged) == 3, "no decision with a large enough gap to spoil"
     got = {r.version: r for r in client.review(g.game_id, g.token(0), budget_ms=CAP_MS)}
