@@ -375,12 +375,15 @@ class Reviews:
             seat = tokens.seat_of(token, meta.token_digests)
             if seat is not None:
                 if wanted is not None and wanted != seat:
+                    # (the opponent's review beside yours: only once nothing it shows can
+                    # still be of use in the game)
+                    if over:
+                        return f"{req.game_id}/{seat}", wanted
                     raise refused(
                         Code.PERMISSION_DENIED,
                         "REVIEW_OTHER_SEAT",
-                        f"a seat token reviews its own seat ({seat}) only: another seat's "
-                        "review needs the game's admin token or an operator key, once the "
-                        "game is over",
+                        f"a seat token reviews its own seat ({seat}) while the game goes on; "
+                        "another seat's decisions once the game is over",
                         seat=seat,
                     )
                 return f"{req.game_id}/{seat}", seat
