@@ -196,7 +196,7 @@ def test_who_may_review_what(engine: support.Engine, client: Client) -> None:
     assert bad_key.value.reason == "UNKNOWN_OPERATOR_KEY"
     assert first_of(client, gid, g.token(1)).seat == 1
     # and a seat's token the other seat's too: the opponent's review beside yours
-    assert first_of(client, gid, g.token(1), seat=0).seat == 0
+    assert first_of(client, gid, g.token(0), seat=1).seat == 1
 
 
 def test_bytes_that_are_not_a_request_are_refused(engine: support.Engine) -> None:

@@ -209,7 +209,7 @@ export class ReviewScreen {
           r.candidates.map((c) =>
             h(
               "li",
-              { class: c.action === r.action ? "played" : null },
+              { class: c.action === r.action ? "chosen" : null },
               `${c.description}: ${pct(c.winProbability)}${se(c.standardError)} (${c.visits} visits)`,
             ),
           ),
