@@ -27,14 +27,21 @@ BOT = "ismcts"
 def analyse_view(
     view: rules.View, legal: list[int], budget_ms: int, iterations: int = 0, seed: int = 0
 ) -> dict[str, Any]:
-    """``{"candidates": [[action, visits, win_probability, [each seat's win probability]],
-    ...], "iterations", "seconds"}``, best first."""
+    """``{"candidates": [[action, visits, win_probability, [each seat's win probability],
+    standard error], ...], "iterations", "seconds"}``, best first."""
     settings = BotSettings(name=BOT, iterations=iterations, time_ms=budget_ms, seed=seed)
     start = time.perf_counter()
     cands = analyse(view, list(legal), settings)
     return {
         "candidates": [
-            [c.action, c.visits, c.win_probability, list(c.seat_win_probabilities)] for c in cands
+            [
+                c.action,
+                c.visits,
+                c.win_probability,
+                list(c.seat_win_probabilities),
+                c.standard_error,
+            ]
+            for c in cands
         ],
         # every iteration starts with one of the seat's root actions
         "iterations": sum(c.visits for c in cands),

@@ -42,6 +42,7 @@ def reply(payload: dict[str, Any], result: dict[str, Any]) -> engine_pb2.SubmitA
             visits=int(visits),
             win_probability=float(p),
             seat_win_probabilities=[float(x) for x in (rest[0] if rest else ())],
+            standard_error=float(rest[1]) if len(rest) > 1 else 0.0,
         )
     return req
 

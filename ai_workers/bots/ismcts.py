@@ -142,6 +142,8 @@ class SearchResult:
     root: int = 0
     # analyse only: root action -> every seat's mean reward after it (a game review's chart)
     seat_values: dict[int, tuple[float, ...]] = field(default_factory=dict, compare=False)
+    # analyse only: root action -> the standard error of its mean reward (a review's noise)
+    value_se: dict[int, float] = field(default_factory=dict, compare=False)
 
     @property
     def iterations_per_second(self) -> float:
@@ -205,6 +207,8 @@ def search(
         tree, root = Tree(), 0
     # analyse: every seat's summed reward per root child (the tree keeps the chooser's only)
     seat_sums: dict[int, list[float]] | None = {} if analyse else None
+    # analyse: the chooser's summed squared reward per root child (its standard error)
+    sq_sums: dict[int, float] = {}
     kids, visits, total, avail, actor = tree.kids, tree.visits, tree.total, tree.avail, tree.actor
     log, sqrt = math.log, math.sqrt
 
@@ -292,6 +296,7 @@ def search(
         visits[root] += 1
         if seat_sums is not None and len(path) > 1:
             acc = seat_sums.get(path[1])
+            sq_sums[path[1]] = sq_sums.get(path[1], 0.0) + r[me] * r[me]
             if acc is None:
                 seat_sums[path[1]] = list(r)
             else:
@@ -313,12 +318,18 @@ def search(
     vals = {a: total[c] / visits[c] for a, c in mine_kids.items() if visits[c] and a in legal}
     action = max(legal, key=lambda a: (vis.get(a, 0), vals.get(a, 0.0)))
     per_seat: dict[int, tuple[float, ...]] = {}
+    se: dict[int, float] = {}
     if seat_sums is not None:
         for a, c in mine_kids.items():
             acc = seat_sums.get(c)
             if acc is not None and a in legal:
-                per_seat[a] = tuple(x / visits[c] for x in acc)
-    return SearchResult(action, it, time.perf_counter() - start, vis, vals, tree, root, per_seat)
+                n = visits[c]
+                per_seat[a] = tuple(x / n for x in acc)
+                mean = total[c] / n
+                se[a] = sqrt(max(0.0, sq_sums.get(c, 0.0) / n - mean * mean) / n)
+    return SearchResult(
+        action, it, time.perf_counter() - start, vis, vals, tree, root, per_seat, se
+    )
 
 
 def _first_best(hand: list[int], rank: tuple[float, ...]) -> int:
@@ -343,6 +354,8 @@ class Candidate:
     # every seat's mean evaluated chance after this action, as this seat's search sees it
     # (empty when the action was not visited)
     seat_win_probabilities: tuple[float, ...] = ()
+    # the standard error of win_probability (0 when the action got fewer than two visits)
+    standard_error: float = 0.0
 
 
 def analyse(
@@ -363,6 +376,7 @@ def analyse(
             min(1.0, max(0.0, result.values.get(a, floor))),
             rules.describe_action(view.state, a),
             tuple(min(1.0, max(0.0, x)) for x in result.seat_values.get(a, ())),
+            result.value_se.get(a, 0.0),
         )
         for a in legal
     ]

@@ -38,7 +38,7 @@ from clients.sdk.errors import (
     UnavailableError,
     VersionConflictError,
 )
-from clients.sdk.review import DecisionReview, ReviewLabel
+from clients.sdk.review import DecisionReview, ReviewLabel, ReviewOption, accuracy, key_moments
 from clients.sdk.sync import Client, Watch
 from clients.sdk.tls import TLS
 from clients.sdk.types import (
@@ -92,6 +92,7 @@ __all__ = [
     "Resync",
     "RetryPolicy",
     "ReviewLabel",
+    "ReviewOption",
     "SeatSpec",
     "SeedNotAllowedError",
     "ServerError",
@@ -99,9 +100,11 @@ __all__ = [
     "UnavailableError",
     "VersionConflictError",
     "Watch",
+    "accuracy",
     "bot",
     "human",
     "invitation_link",
+    "key_moments",
     "parse_invitation",
     "time_left",
 ]

@@ -35,6 +35,17 @@ class ReviewLabel(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ReviewOption:
+    """One legal action of a reviewed decision as the search rated it."""
+
+    action: int
+    description: str
+    visits: int
+    win_probability: float
+    standard_error: float  # of win_probability (0 under two visits)
+
+
+@dataclass(frozen=True, slots=True)
 class DecisionReview:
     """One rated decision of the reviewed seat."""
 
@@ -55,6 +66,13 @@ class DecisionReview:
     iterations: int
     stored: bool  # answered from the server's store (rated before)
     view: game_pb2.GameView | None = None  # with_views: the board as the seat saw it then
+    visits: int = 0  # search iterations that tried the seat's action first
+    best_visits: int = 0
+    standard_error: float = 0.0  # of win_probability
+    best_standard_error: float = 0.0
+    undersearched: bool = False  # too few visits to tell the action from the best one
+    explanation: str = ""  # why, for mistakes and blunders, in a player's words
+    options: tuple[ReviewOption, ...] = ()  # every legal action, best first
 
     @property
     def differs(self) -> bool:
@@ -76,8 +94,49 @@ class DecisionReview:
             r.version, r.turn, r.seat, r.action, r.description, r.best_action,
             r.best_description, r.win_probability, r.best_win_probability, label,
             tuple(r.win_probabilities), r.index, r.total, r.budget_ms, r.iterations, r.stored,
-            r.view if r.HasField("view") else None,
+            r.view if r.HasField("view") else None, r.visits, r.best_visits,
+            r.standard_error, r.best_standard_error, r.undersearched, r.explanation,
+            tuple(ReviewOption(c.action, c.description, c.visits, c.win_probability,
+                               c.standard_error) for c in r.candidates),
         )  # fmt: skip
+
+    @property
+    def worse(self) -> bool:
+        """Whether to show "better: ...": an inaccuracy or worse (a GOOD or BEST move is as
+        good as the best one, within what the search can tell)."""
+        return self.label in (ReviewLabel.INACCURACY, ReviewLabel.MISTAKE, ReviewLabel.BLUNDER)
+
+
+# A decision's accuracy falls linearly from 100 (BEST: no drop beyond the search's noise) to 0
+# at this drop of the chance to win (where BLUNDER starts).
+ACCURACY_ZERO_AT = 0.10
+
+
+def decision_accuracy(r: DecisionReview) -> float:
+    """0..100: 100 for BEST, ``100 * (1 - drop / 0.10)`` otherwise, 0 from a drop of 0.10."""
+    if r.label is ReviewLabel.BEST:
+        return 100.0
+    return 100.0 * max(0.0, 1.0 - r.drop / ACCURACY_ZERO_AT)
+
+
+def accuracy(reviews: list[DecisionReview]) -> float | None:
+    """A seat's accuracy for the game, 0..100: the mean of its rated decisions'
+    :func:`decision_accuracy` (None with no rated decision)."""
+    if not reviews:
+        return None
+    return sum(decision_accuracy(r) for r in reviews) / len(reviews)
+
+
+def key_moments(reviews: list[DecisionReview], n: int = 3) -> list[DecisionReview]:
+    """The ``n`` decisions after which the seat's chance moved most against the decision
+    before (the game's biggest swings, either way; the first against 0.5), in game order."""
+    prev = 0.5
+    swings = []
+    for r in reviews:
+        swings.append((abs(r.win_probability - prev), r.version, r))
+        prev = r.win_probability
+    top = sorted(swings, key=lambda x: (-x[0], x[1]))[:n]
+    return [r for _, _, r in sorted(top, key=lambda x: x[1])]
 
 
 def review_request(

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from clients.sdk import Client, DecisionReview, ReviewLabel, UnauthenticatedError
-from clients.sdk.review import sparkline
+from clients.sdk.review import accuracy, key_moments, sparkline
 from clients.sdk.types import GameView
 from clients.terminal.style import seat_name, seat_style, styled
 
@@ -45,10 +45,17 @@ def decision_line(r: DecisionReview, width: int, players: int = 2) -> Text:
     t.append(f"{LABEL_MARK[r.label]:>2} {r.label.title:<11}", style=LABEL_STYLE[r.label])
     t.append(r.description)
     t.append(f"  {percent(r.win_probability)}", style="bold")
-    if r.differs and r.label is not ReviewLabel.BEST:
+    if r.standard_error:
+        t.append(f" ±{percent(r.standard_error)}", style="dim")
+    if r.undersearched:
+        t.append("  (searched too little to tell)", style="dim")
+    if r.differs and r.worse:
         t.append("\n" + " " * 24 + "better: ", style="dim")
         t.append(r.best_description, style="italic")
         t.append(f"  {percent(r.best_win_probability)}", style="dim")
+    if r.explanation:
+        t.append("\n" + " " * 24 + "why: ", style="dim")
+        t.append(r.explanation)
     return t
 
 
@@ -94,6 +101,14 @@ def summary(reviews: list[DecisionReview], view: GameView, me: int, width: int =
             tally.append(" · ", style="dim")
         tally.append(f"{label.title} {counts[label]}", style=LABEL_STYLE[label])
     lines.append(tally)
+    acc = accuracy(reviews)
+    if acc is not None:
+        lines.append(Text(f"Accuracy {acc:.0f}%", style="bold"))
+    moments = key_moments(reviews)
+    if moments:
+        lines.append(Text("Key moments:", style="bold"))
+        for r in moments:
+            lines.append(decision_line(r, width, len(view.seat_info) or 2))
     return lines
 
 

@@ -68,6 +68,7 @@ class Candidate:
     visits: int
     win_probability: float
     seat_win_probabilities: tuple[float, ...] = ()  # every seat's, as the seat's search sees it
+    standard_error: float = 0.0  # of win_probability
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,13 @@ class Answer:
 def _answer_of_reply(data: bytes) -> Answer:
     r = epb.SubmitAnalysisRequest.FromString(data)
     cands = [
-        Candidate(c.action, c.visits, c.win_probability, tuple(c.seat_win_probabilities))
+        Candidate(
+            c.action,
+            c.visits,
+            c.win_probability,
+            tuple(c.seat_win_probabilities),
+            c.standard_error,
+        )
         for c in r.candidates
     ]
     return Answer(cands, r.iterations, r.error)
@@ -91,7 +98,13 @@ def _answer_of_result(result: object) -> Answer:
     if not isinstance(result, dict):
         raise TypeError(f"an analysis result is a dict, not {type(result).__name__}")
     cands = [
-        Candidate(int(a), int(v), float(p), tuple(float(x) for x in (rest[0] if rest else ())))
+        Candidate(
+            int(a),
+            int(v),
+            float(p),
+            tuple(float(x) for x in (rest[0] if rest else ())),
+            float(rest[1]) if len(rest) > 1 else 0.0,
+        )
         for a, v, p, *rest in result.get("candidates", [])
     ]
     return Answer(cands, int(result.get("iterations", 0)), str(result.get("error", "")))
@@ -320,16 +333,20 @@ class Analyses:
             action, visits, p = c.action, c.visits, c.win_probability
             if action in allowed and action not in seen:
                 seen.add(action)
-                rows.append((action, max(0, visits), min(1.0, max(0.0, p)) if p == p else 0.0))
+                se = c.standard_error if c.standard_error == c.standard_error else 0.0
+                rows.append(
+                    (action, max(0, visits), min(1.0, max(0.0, p)) if p == p else 0.0, se)
+                )
         rows.sort(key=lambda r: (-r[1], -r[2], r[0]))
         resp = epb.AnalyzePositionResponse(
             version=version, seat=seat, budget_ms=budget_ms, iterations=answer.iterations
         )
-        for action, visits, p in rows:
+        for action, visits, p, se in rows:
             resp.candidates.add(
                 action=action,
                 visits=visits,
                 win_probability=p,
+                standard_error=min(1.0, max(0.0, se)),
                 description=rules.describe_action(state, action),
             )
         log.debug("analysis of v%d seat %d: %d candidates in %.2fs", version, seat, len(rows), waited)

@@ -17,7 +17,10 @@ and it is rated.
 
 Each rated decision is labelled from the drop in the seat's estimated chance to win between
 its action and the search's best one (:func:`label`; the thresholds are in docs/bots.md,
-"Game review", with the benchmark they come from). It is kept in the store for as long as
+"Game review", with the benchmark they come from). A drop within the search's own noise (the
+standard errors of both chances) is no drop: the move is BEST, "as good as best". A move that
+gave up an affordable acquire or defeat for nothing is never BEST or GOOD unless the search
+chose it too. Mistakes and blunders carry why in words (:mod:`engine_service.server.explain`). It is kept in the store for as long as
 the game (``engine_service/store/reviews``), so asking again is answered from there; a review
 with a larger budget rates the decision again and replaces it.
 
@@ -33,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -41,7 +45,7 @@ from typing import Any
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
 from engine_service.rules import actions as A
-from engine_service.server import convert, errors, seats, tokens, validate
+from engine_service.server import convert, errors, explain, seats, tokens, validate
 from engine_service.server.analysis import Analyses, Answer
 from engine_service.server.auth import Access, bearer
 from engine_service.server.errors import Code, ServiceError, invalid, refused
@@ -63,6 +67,12 @@ ORDER_FREE_KINDS = frozenset((A.PLAY, A.USE, A.FLIP_COINS))
 GOOD_BELOW = 0.02
 INACCURACY_BELOW = 0.05
 MISTAKE_BELOW = 0.10
+
+# A drop counts only beyond this many standard errors of the difference (about 95%).
+NOISE_Z = 2.0
+# Fewer visits than this on the played or the best action: the decision is marked
+# ``undersearched`` (its chances are too rough to tell the two apart).
+MIN_VISITS = 20
 
 RETRIES = 2  # times a decision's search is asked again when no worker answered in time
 
@@ -94,12 +104,31 @@ def real_choice(s: rules.State, legal: list[int], action: int) -> bool:
     return s.decision is not None or action >> 16 not in ORDER_FREE_KINDS
 
 
-def label(action: int, best: int, p: float, p_best: float) -> int:
-    """The label of playing ``action`` (chance ``p``) where the search prefers ``best``
-    (``p_best``)."""
-    if action == best or p >= p_best:
+def label(
+    action: int,
+    best: int,
+    p: float,
+    p_best: float,
+    se: float = 0.0,
+    se_best: float = 0.0,
+    wasted: bool = False,
+) -> int:
+    """The label of playing ``action`` (chance ``p``, standard error ``se``) where the search
+    prefers ``best`` (``p_best``, ``se_best``). A drop within ``NOISE_Z`` standard errors of
+    the difference is BEST. ``wasted``: the action gave up an affordable acquire or defeat
+    for nothing (:func:`explain.wasted`): at least a MISTAKE unless the search chose it too."""
+    if action == best:
         return BEST
     drop = p_best - p
+    noise = NOISE_Z * math.hypot(se, se_best)
+    if wasted:
+        return max(MISTAKE, _by_drop(drop))
+    if drop <= 0 or drop <= noise:
+        return BEST
+    return _by_drop(drop)
+
+
+def _by_drop(drop: float) -> int:
     if drop < GOOD_BELOW:
         return GOOD
     if drop < INACCURACY_BELOW:
@@ -164,7 +193,15 @@ def rated(d: Decision, answer: Answer, seat: int, budget_ms: int) -> epb.Decisio
         else min(_probability(c.win_probability) for c in cands)
     )
     shares = mine.seat_win_probabilities if mine is not None else ()
-    return epb.DecisionReview(
+    se = _probability(mine.standard_error) if mine is not None else 0.0
+    se_best = _probability(best.standard_error)
+    visits = mine.visits if mine is not None else 0
+    waste = explain.wasted(d.state, d.legal, d.action)
+    lab = label(d.action, best.action, p, p_best, se, se_best, waste is not None)
+    why = ""
+    if lab in (MISTAKE, BLUNDER) or (waste is not None and d.action != best.action):
+        why = explain.explain(d.state, seat, d.legal, d.action, best.action)
+    r = epb.DecisionReview(
         version=d.version,
         action=d.action,
         description=d.descriptions[d.action],
@@ -172,13 +209,28 @@ def rated(d: Decision, answer: Answer, seat: int, budget_ms: int) -> epb.Decisio
         best_description=d.descriptions[best.action],
         win_probability=p,
         best_win_probability=p_best,
-        label=label(d.action, best.action, p, p_best),  # type: ignore[arg-type]
+        label=lab,  # type: ignore[arg-type]
         seat=seat,
         turn=d.turn,
         win_probabilities=[_probability(x) for x in shares],
         budget_ms=budget_ms,
         iterations=answer.iterations,
+        visits=visits,
+        best_visits=best.visits,
+        standard_error=se,
+        best_standard_error=se_best,
+        undersearched=min(visits, best.visits) < MIN_VISITS,
+        explanation=why,
     )
+    for c in cands:
+        r.candidates.add(
+            action=c.action,
+            visits=c.visits,
+            win_probability=_probability(c.win_probability),
+            description=d.descriptions[c.action],
+            standard_error=_probability(c.standard_error),
+        )
+    return r
 
 
 def _probability(p: float) -> float:
@@ -323,12 +375,15 @@ class Reviews:
             seat = tokens.seat_of(token, meta.token_digests)
             if seat is not None:
                 if wanted is not None and wanted != seat:
+                    # (the opponent's review beside yours: only once nothing it shows can
+                    # still be of use in the game)
+                    if over:
+                        return f"{req.game_id}/{seat}", wanted
                     raise refused(
                         Code.PERMISSION_DENIED,
                         "REVIEW_OTHER_SEAT",
-                        f"a seat token reviews its own seat ({seat}) only: another seat's "
-                        "review needs the game's admin token or an operator key, once the "
-                        "game is over",
+                        f"a seat token reviews its own seat ({seat}) while the game goes on; "
+                        "another seat's decisions once the game is over",
                         seat=seat,
                     )
                 return f"{req.game_id}/{seat}", seat

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from clients.sdk import Client
+from clients.sdk import Client, accuracy
 from tests.clients.tty import ascension_command, plain
 from tests.review.support import ITERATIONS, play
 from tests.service import support
@@ -45,21 +45,28 @@ def test_review_prints_every_rated_decision_and_the_win_chance(engine: support.E
     out = plain(done.stdout)
     assert done.returncode == 0, out + done.stderr
     assert f"Review of your decisions in game {g.game_id}" in out
-    lines = [ln for ln in out.splitlines() if re.match(r"Round \d+\s", ln)]
+    head, tail = out.split("Win chance over the game:", 1)
+    lines = [ln for ln in head.splitlines() if re.match(r"Round \d+\s", ln)]
     assert len(lines) == len(expected)
     for line, r in zip(lines, expected, strict=True):
         # rounds, as the table counts them (a round: one turn of each of the 2 players)
         assert line.startswith(f"Round {(r.turn - 1) // 2 + 1} ") and r.label.title in line
         assert r.description in line and f"{round(100 * r.win_probability)}%" in line
-    better = [ln for ln in out.splitlines() if ln.strip().startswith("better: ")]
-    differing = [r for r in expected if r.differs and r.label.name != "BEST"]
+    # "better:" for inaccuracies and worse only (a GOOD move is as good as best)
+    better = [ln for ln in head.splitlines() if ln.strip().startswith("better: ")]
+    differing = [r for r in expected if r.differs and r.worse]
     assert len(better) == len(differing)
     assert all(r.best_description in b for b, r in zip(better, differing, strict=True))
-    tail = out[out.index("Win chance over the game:") :]
+    why = [ln for ln in head.splitlines() if ln.strip().startswith("why: ")]
+    assert len(why) == sum(bool(r.explanation) for r in expected)
     sparks = re.findall(r"^(You|B)\s+([▁▂▃▄▅▆▇█]+)\s+\d+% → \d+%$", tail, re.M)
     assert [name for name, _ in sparks] == ["You", "B"]
     assert all(len(s) == min(len(expected), 100 - 32) for _, s in sparks)  # (fits the width)
     assert re.search(r"Best \d+ · Good \d+ · Inaccuracy \d+ · Mistake \d+ · Blunder \d+", tail)
+    acc = accuracy(expected)
+    assert acc is not None and f"Accuracy {acc:.0f}%" in tail
+    moments = [ln for ln in tail.split("Key moments:", 1)[1].splitlines() if ln.startswith("Round")]
+    assert len(moments) == min(3, len(expected))
 
 
 def test_review_says_what_is_refused(engine: support.Engine) -> None:

@@ -6,7 +6,7 @@
 //   const game = await engine.createGame({ sets: "ss", seats: [...] });
 import { Code, ConnectError, createClient, type CallOptions, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { Engine } from "./gen/ascension/v1/engine_pb.js";
+import { Engine, ReviewLabel } from "./gen/ascension/v1/engine_pb.js";
 
 export * from "./gen/ascension/v1/engine_pb.js";
 export * from "./gen/ascension/v1/game_pb.js";
@@ -35,4 +35,22 @@ export function timeLeftMs(clock: { seat: number; deadlineUnixMs: bigint; bankMs
 /** The browser page's link that gives its holder the seat of `token` (in the fragment only). */
 export function invitationLink(pageUrl: string, gameId: string, token: string): string {
   return `${pageUrl.split("#")[0]}#/join/${gameId}/${token}`;
+}
+
+/** Whether a review shows "better: ..." for a decision: an inaccuracy or worse (a GOOD or BEST
+ * move is as good as the best one, within what the search can tell). */
+export function reviewShowsBetter(r: { label: number }): boolean {
+  return r.label === ReviewLabel.INACCURACY || r.label === ReviewLabel.MISTAKE || r.label === ReviewLabel.BLUNDER;
+}
+
+/** A seat's accuracy for a game, 0..100, as docs/bots.md ("Game review") computes it: 100 per
+ * BEST decision, else 100 * (1 - drop / 0.10), 0 from a drop of 0.10; the mean (null: none). */
+export function reviewAccuracy(rs: { label: number; winProbability: number; bestWinProbability: number }[]): number | null {
+  if (!rs.length) return null;
+  let sum = 0;
+  for (const r of rs) {
+    const drop = Math.max(0, r.bestWinProbability - r.winProbability);
+    sum += r.label === ReviewLabel.BEST ? 100 : 100 * Math.max(0, 1 - drop / 0.1);
+  }
+  return sum / rs.length;
 }

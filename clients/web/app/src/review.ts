@@ -154,7 +154,8 @@ export class ReviewScreen {
   private item(i: number): HTMLElement {
     const r = this.reviews[i];
     const l = labelOf(r);
-    const differs = r.bestAction !== r.action && r.label !== ReviewLabel.BEST;
+    // "better:" only for inaccuracies and worse: a GOOD move is as good as best within the noise
+    const differs = r.bestAction !== r.action && worse(r);
     return h(
       "li",
       {},
@@ -170,8 +171,10 @@ export class ReviewScreen {
         },
         h("span", { class: "turn" }, `Round ${roundOf(this.view, r.turn)}`),
         h("span", { class: "badge" }, h("span", { "aria-hidden": "true" }, `${l.mark} `), l.name),
-        h("span", { class: "what" }, r.description, h("span", { class: "chance" }, ` ${pct(r.winProbability)}`)),
+        h("span", { class: "what" }, r.description, h("span", { class: "chance" }, ` ${pct(r.winProbability)}${se(r.standardError)}`)),
+        r.undersearched ? h("span", { class: "undersearched" }, " (searched too little to tell)") : null,
         differs ? h("span", { class: "better" }, `better: ${r.bestDescription} (${pct(r.bestWinProbability)})`) : null,
+        r.explanation ? h("span", { class: "why" }, `why: ${r.explanation}`) : null,
       ),
     );
   }
@@ -192,9 +195,27 @@ export class ReviewScreen {
         h("dt", {}, "You played"),
         h("dd", { class: "played" }, r.description, h("strong", {}, ` ${pct(r.winProbability)} to win after it`)),
         h("dt", {}, r.bestAction === r.action ? "The search agrees" : "The search prefers"),
-        h("dd", { class: "best" }, r.bestDescription, h("strong", {}, ` ${pct(r.bestWinProbability)}`)),
+        h("dd", { class: "best" }, r.bestDescription, h("strong", {}, ` ${pct(r.bestWinProbability)}${se(r.bestStandardError)}`)),
+        r.explanation ? h("dt", {}, "Why") : null,
+        r.explanation ? h("dd", { class: "why" }, r.explanation) : null,
       ),
     ];
+    if (r.candidates.length) {
+      parts.push(
+        h("h3", {}, "Every option, as the search rated it"),
+        h(
+          "ol",
+          { class: "review-chances" },
+          r.candidates.map((c) =>
+            h(
+              "li",
+              { class: c.action === r.action ? "chosen" : null },
+              `${c.description}: ${pct(c.winProbability)}${se(c.standardError)} (${c.visits} visits)`,
+            ),
+          ),
+        ),
+      );
+    }
     if (v) {
       const t: board.Table = { view: v, catalog: this.catalog, me: this.me, enabled: false, act: () => undefined };
       parts.push(
@@ -222,8 +243,10 @@ export class ReviewScreen {
   private drawTally(): void {
     const counts = new Map<number, number>();
     for (const r of this.reviews) counts.set(r.label, (counts.get(r.label) ?? 0) + 1);
+    const acc = accuracy(this.reviews);
     this.el.tally.replaceChildren(
       ...ORDER.map((lbl) => h("span", { class: `badge label-${LABELS[lbl].name.toLowerCase()}` }, `${LABELS[lbl].name} ${counts.get(lbl) ?? 0}`)),
+      ...(acc === null ? [] : [h("span", { class: "accuracy" }, ` Accuracy ${Math.round(acc)}%`)]),
     );
   }
 
@@ -290,4 +313,24 @@ export class ReviewScreen {
     );
     this.el.chart.replaceChildren(svg, legend);
   }
+}
+
+function worse(r: DecisionReview): boolean {
+  return r.label === ReviewLabel.INACCURACY || r.label === ReviewLabel.MISTAKE || r.label === ReviewLabel.BLUNDER;
+}
+
+function se(x: number): string {
+  return x > 0 ? ` ±${Math.round(100 * x)}%` : "";
+}
+
+/** A seat's accuracy, 0..100, as docs/bots.md ("Game review") computes it: 100 per BEST
+ * decision, else 100 * (1 - drop / 0.10), 0 from a drop of 0.10; the mean. */
+export function accuracy(rs: DecisionReview[]): number | null {
+  if (!rs.length) return null;
+  let sum = 0;
+  for (const r of rs) {
+    const drop = Math.max(0, r.bestWinProbability - r.winProbability);
+    sum += r.label === ReviewLabel.BEST ? 100 : 100 * Math.max(0, 1 - drop / 0.1);
+  }
+  return sum / rs.length;
 }

@@ -273,18 +273,20 @@ class AnalyzePositionRequest(_message.Message):
     def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., budget_ms: _Optional[int] = ...) -> None: ...
 
 class AnalysisCandidate(_message.Message):
-    __slots__ = ("action", "visits", "win_probability", "description", "seat_win_probabilities")
+    __slots__ = ("action", "visits", "win_probability", "description", "seat_win_probabilities", "standard_error")
     ACTION_FIELD_NUMBER: _ClassVar[int]
     VISITS_FIELD_NUMBER: _ClassVar[int]
     WIN_PROBABILITY_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     SEAT_WIN_PROBABILITIES_FIELD_NUMBER: _ClassVar[int]
+    STANDARD_ERROR_FIELD_NUMBER: _ClassVar[int]
     action: int
     visits: int
     win_probability: float
     description: str
     seat_win_probabilities: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, action: _Optional[int] = ..., visits: _Optional[int] = ..., win_probability: _Optional[float] = ..., description: _Optional[str] = ..., seat_win_probabilities: _Optional[_Iterable[float]] = ...) -> None: ...
+    standard_error: float
+    def __init__(self, action: _Optional[int] = ..., visits: _Optional[int] = ..., win_probability: _Optional[float] = ..., description: _Optional[str] = ..., seat_win_probabilities: _Optional[_Iterable[float]] = ..., standard_error: _Optional[float] = ...) -> None: ...
 
 class AnalyzePositionResponse(_message.Message):
     __slots__ = ("version", "candidates", "seat", "budget_ms", "iterations")
@@ -335,7 +337,7 @@ class ReviewGameRequest(_message.Message):
     def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., seat: _Optional[int] = ..., budget_ms: _Optional[int] = ..., with_views: _Optional[bool] = ...) -> None: ...
 
 class DecisionReview(_message.Message):
-    __slots__ = ("version", "action", "description", "best_action", "best_description", "win_probability", "best_win_probability", "label", "seat", "turn", "win_probabilities", "index", "total", "budget_ms", "iterations", "stored", "view")
+    __slots__ = ("version", "action", "description", "best_action", "best_description", "win_probability", "best_win_probability", "label", "seat", "turn", "win_probabilities", "index", "total", "budget_ms", "iterations", "stored", "view", "visits", "best_visits", "standard_error", "best_standard_error", "undersearched", "explanation", "candidates")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -353,6 +355,13 @@ class DecisionReview(_message.Message):
     ITERATIONS_FIELD_NUMBER: _ClassVar[int]
     STORED_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
+    VISITS_FIELD_NUMBER: _ClassVar[int]
+    BEST_VISITS_FIELD_NUMBER: _ClassVar[int]
+    STANDARD_ERROR_FIELD_NUMBER: _ClassVar[int]
+    BEST_STANDARD_ERROR_FIELD_NUMBER: _ClassVar[int]
+    UNDERSEARCHED_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     version: int
     action: int
     description: str
@@ -370,7 +379,14 @@ class DecisionReview(_message.Message):
     iterations: int
     stored: bool
     view: _game_pb2.GameView
-    def __init__(self, version: _Optional[int] = ..., action: _Optional[int] = ..., description: _Optional[str] = ..., best_action: _Optional[int] = ..., best_description: _Optional[str] = ..., win_probability: _Optional[float] = ..., best_win_probability: _Optional[float] = ..., label: _Optional[_Union[ReviewLabel, str]] = ..., seat: _Optional[int] = ..., turn: _Optional[int] = ..., win_probabilities: _Optional[_Iterable[float]] = ..., index: _Optional[int] = ..., total: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ..., stored: _Optional[bool] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...
+    visits: int
+    best_visits: int
+    standard_error: float
+    best_standard_error: float
+    undersearched: bool
+    explanation: str
+    candidates: _containers.RepeatedCompositeFieldContainer[AnalysisCandidate]
+    def __init__(self, version: _Optional[int] = ..., action: _Optional[int] = ..., description: _Optional[str] = ..., best_action: _Optional[int] = ..., best_description: _Optional[str] = ..., win_probability: _Optional[float] = ..., best_win_probability: _Optional[float] = ..., label: _Optional[_Union[ReviewLabel, str]] = ..., seat: _Optional[int] = ..., turn: _Optional[int] = ..., win_probabilities: _Optional[_Iterable[float]] = ..., index: _Optional[int] = ..., total: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ..., stored: _Optional[bool] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ..., visits: _Optional[int] = ..., best_visits: _Optional[int] = ..., standard_error: _Optional[float] = ..., best_standard_error: _Optional[float] = ..., undersearched: _Optional[bool] = ..., explanation: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[AnalysisCandidate, _Mapping]]] = ...) -> None: ...
 
 class ResignRequest(_message.Message):
     __slots__ = ("game_id", "token")
