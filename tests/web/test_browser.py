@@ -164,6 +164,18 @@ def play_to_the_end(page: Any) -> int:
     pytest.fail(f"the game did not end within {GAME_TIMEOUT_S} s ({moves} moves)")
 
 
+def _box(locator: Any, timeout: float = 10.0) -> dict[str, float]:
+    """The element's box; measured again while a redraw (another seat's move arriving)
+    replaces the element between finding and measuring it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        box = locator.bounding_box()
+        if box is not None:
+            return dict(box)
+        assert time.monotonic() < deadline, "the element did not stay on the page"
+        time.sleep(0.05)
+
+
 def game_of(page: Any) -> str:
     m = re.search(r"#/(?:play|watch)/([\w-]+)$", page.url)
     assert m, page.url
@@ -354,9 +366,8 @@ def test_a_newcomer_reads_the_cards_and_the_rules(
     page.wait_for_selector(".mine-area .cards .card", timeout=30_000)  # (drawn, on a busy machine)
     # the center row and your hand on the first screen, beside the actions
     bottom = _visible_bottom(page, height)
-    ring = page.locator(".ring").bounding_box()
-    hand = page.locator(".mine-area .cards .card").first.bounding_box()
-    assert ring is not None and hand is not None
+    ring = _box(page.locator(".ring"))
+    hand = _box(page.locator(".mine-area .cards .card").first)
     assert ring["y"] + ring["height"] <= bottom, (ring, bottom)
     assert hand["y"] + 24 <= bottom, (hand, bottom)  # at least its name, above the actions
     if width < 600:
