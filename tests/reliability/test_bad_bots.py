@@ -329,12 +329,21 @@ def queued(r: redis.Redis) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return out
 
 
+@pytest.fixture
+def own_redis() -> Iterator[str]:
+    """A Redis of the test's own: the module's engine sweeps the AI moves of its store too,
+    and would play some of the fallbacks this test counts."""
+    with support.redis_server() as url:
+        yield url
+
+
 def test_a_move_nobody_answers_is_played_by_the_engine_and_never_queued_twice(
-    redis_url: str, plugin_path: str
+    own_redis: str, plugin_path: str
 ) -> None:
     """No worker consumes this broker (its own Redis database): every move is re-dispatched
     until ENGINE_AI_MAX_DISPATCHES, then the engine plays the first legal action itself.
     Meanwhile the queue never holds two copies of one move that a worker could still run."""
+    redis_url = own_redis
     broker = redis_url.rsplit("/", 1)[0] + "/7"
     e = support.start_engine(redis_url, ENGINE_AI_DISPATCH="celery", CELERY_BROKER_URL=broker,
                              ENGINE_AI_SWEEP_SECONDS="0.3", ENGINE_AI_STALL_SECONDS="1",
