@@ -16,7 +16,7 @@ action played is scored against whether that seat won. Prints:
   of games won and the expected calibration error (ECE: ten equal-width bins of the chance,
   each bin's |mean chance - share won| weighted by its decisions);
 - the Brier score per third of the game (by turn, of that game's turns), beside always 50%;
-- the Brier score of the chances the analysis marks a guess (``evaluation.chance_is_guess``:
+- the Brier score of the chances the analysis marks a guess (``explain.chance_is_guess``:
   early in the game) and of the others;
 - with ``--plot``, a reliability diagram (PNG) of both seats.
 
@@ -41,12 +41,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ai_workers.analysis import analyse_view  # noqa: E402
-from ai_workers.bots.evaluation import GUESS_UNTIL_TAKEN, pool_left, seat_stats  # noqa: E402
+from ai_workers.bots.evaluation import pool_left, seat_stats  # noqa: E402
 from ai_workers.bots.knowledge import knowledge  # noqa: E402
 from ai_workers.bots.settings import BotSettings  # noqa: E402
 from ai_workers.bots.specs import make_bot, parse_spec  # noqa: E402
 from engine_service import rules  # noqa: E402
 from engine_service.server.analysis import ANALYSIS_SEED  # noqa: E402
+from engine_service.server.explain import GUESS_UNTIL_TAKEN  # noqa: E402
 from engine_service.server.review import real_choice  # noqa: E402
 
 SETS = ("ss", "cotgi", "both")

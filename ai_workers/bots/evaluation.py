@@ -164,17 +164,6 @@ def pool_left(s: State) -> float:
     return max(0.0, min(1.0, s.pool / s.config.honor_pool))
 
 
-# Before this share of the Honor pool is taken, a chance shown is still mostly a guess: in the
-# first third of a game the value model's chances score close to "always 50%"
-# (benchmarks/calibration.py prints the Brier score per third); clients say so.
-GUESS_UNTIL_TAKEN = 1.0 / 3.0
-
-
-def chance_is_guess(s: State) -> bool:
-    """Whether a win chance shown at ``s`` is still a guess (early in the game)."""
-    return 1.0 - pool_left(s) < GUESS_UNTIL_TAKEN
-
-
 def hand_value(s: State, q: int, K: Knowledge) -> float:
     """The play value of the cards in seat ``q``'s hand (what its next turn starts with)."""
     play = K.play

@@ -73,6 +73,9 @@ class DecisionReview:
     undersearched: bool = False  # too few visits to tell the action from the best one
     explanation: str = ""  # why, for mistakes and blunders, in a player's words
     options: tuple[ReviewOption, ...] = ()  # every legal action, best first
+    # early in the game (less than a third of the Honor pool taken): the chances are an
+    # estimate, not yet a forecast; show them as such
+    chance_is_guess: bool = False
 
     @property
     def differs(self) -> bool:
@@ -98,6 +101,7 @@ class DecisionReview:
             r.standard_error, r.best_standard_error, r.undersearched, r.explanation,
             tuple(ReviewOption(c.action, c.description, c.visits, c.win_probability,
                                c.standard_error) for c in r.candidates),
+            r.chance_is_guess,
         )  # fmt: skip
 
     @property

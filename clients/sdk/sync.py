@@ -34,7 +34,15 @@ from clients.sdk.review import DecisionReview, iterate, review_request
 from clients.sdk.tls import TLS, operator_metadata
 from clients.sdk.tls import channel as tls_channel
 from clients.sdk.tracing import traced_channel
-from clients.sdk.types import Catalog, Clock, CreatedGame, SeatSpec
+from clients.sdk.types import (
+    BotSpec,
+    Catalog,
+    Clock,
+    CreatedGame,
+    PracticeGame,
+    SeatSpec,
+    practice_request,
+)
 from engine_service.api.ascension.v1 import engine_pb2, engine_pb2_grpc, game_pb2
 
 T = TypeVar("T")
@@ -323,6 +331,31 @@ class Client:
         )
         self._seen(game_id, resp.update.version, resp.update.commit_id)
         return resp
+
+    def practice(
+        self,
+        game_id: str,
+        token: str = "",
+        version: int = 0,
+        *,
+        seat: int | None = None,
+        opponents: SeatSpec | BotSpec | None = None,
+    ) -> PracticeGame:
+        """Practice from here: a new game that starts at a decision of a seat (``version``: one
+        at which the seat was to move, e.g. a review's ``DecisionReview.version``; 0 = now),
+        the seat's player against bots, every card the seat could not see then dealt again at
+        random. ``token``: the seat's own (or the admin token / the client's operator key with
+        ``seat``, once the game is over), as for :meth:`review`. ``opponents``: the other
+        seats' bot (``bot(difficulty="hard")``); by default an AI seat keeps its bot and a
+        person's seat gets the "normal" level. Returns a :class:`PracticeGame` (its ``token``
+        plays the new game). Not retried by itself (each call makes a game)."""
+        req = practice_request(game_id, token, version, seat, opponents)
+        metadata = self._operator if not token else None
+        resp: engine_pb2.PracticeResponse = self._call(
+            lambda: self._stub.PracticeFromHere(req, timeout=self.timeout, metadata=metadata),
+            transient_retries=0,
+        )
+        return PracticeGame.from_proto(resp)
 
     def list_games(
         self, *, page_size: int = 50, page_token: str = "", active_only: bool = False

@@ -191,6 +191,39 @@ class CreatedGame:
 
 
 @dataclass(frozen=True, slots=True)
+class PracticeGame:
+    """What PracticeFromHere returns: a new game from a seat's decision in another game, that
+    seat's player (``token``) against bots, the cards it could not see dealt again."""
+
+    game_id: str
+    seat: int  # the practising seat (its number in both games)
+    token: str  # its token in the new game
+    admin_token: str
+    view: game_pb2.GameView  # the new game as the seat sees it (version 1)
+    from_game: str  # the game it was taken from
+    from_version: int  # the version of that game it starts at
+    from_turn: int
+
+    @staticmethod
+    def from_proto(r: engine_pb2.PracticeResponse) -> PracticeGame:
+        o = r.view.practice
+        return PracticeGame(r.game_id, r.seat, r.seat_token, r.admin_token, r.view,
+                            o.game_id, o.version, o.turn)  # fmt: skip
+
+
+def practice_request(
+    game_id: str, token: str, version: int, seat: int | None, opponents: SeatSpec | BotSpec | None
+) -> engine_pb2.PracticeRequest:
+    req = engine_pb2.PracticeRequest(game_id=game_id, token=token, version=version)
+    if seat is not None:
+        req.seat = seat
+    spec = opponents.bot if isinstance(opponents, SeatSpec) else opponents
+    if spec is not None:
+        req.opponents.CopyFrom(spec.to_proto())
+    return req
+
+
+@dataclass(frozen=True, slots=True)
 class CardInfo:
     """One card of the catalog."""
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from engine_service import rules
 from engine_service.api.ascension.v1 import engine_pb2 as epb
-from engine_service.server import errors, validate
+from engine_service.server import errors, explain, validate
 from engine_service.server.dispatch import AnalysisUnavailable
 from engine_service.server.errors import Code, ServiceError, invalid, refused
 from engine_service.server.games import Games, require_turn
@@ -339,7 +339,11 @@ class Analyses:
                 )
         rows.sort(key=lambda r: (-r[1], -r[2], r[0]))
         resp = epb.AnalyzePositionResponse(
-            version=version, seat=seat, budget_ms=budget_ms, iterations=answer.iterations
+            version=version,
+            seat=seat,
+            budget_ms=budget_ms,
+            iterations=answer.iterations,
+            chance_is_guess=explain.chance_is_guess(state),
         )
         for action, visits, p, se in rows:
             resp.candidates.add(

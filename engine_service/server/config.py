@@ -268,6 +268,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("ENGINE_REVIEW_PER_MINUTE", "review_per_minute", int, 10, "ReviewGame starts per minute per caller (0 = no limit)"),
     Option("ENGINE_REVIEW_MAX_TOTAL_MS", "review_max_total_ms", int, 600000, "search time the reviews in flight on one server process may still need (0 = no cap)"),
     Option("ENGINE_REVIEW_PARALLEL", "review_parallel", int, 2, "decisions of one review searched at once"),
+    Option("ENGINE_PRACTICE_PER_MINUTE", "practice_per_minute", int, 6, "PracticeFromHere calls per minute per peer (0 = no limit)"),
     Option("REDIS_USERNAME", "redis_username", str, "", "Redis ACL user (if REDIS_URL names none)"),
     Option("REDIS_PASSWORD", "redis_password", str, "", "Redis password (if REDIS_URL has none)", secret=True),
     Option("REDIS_TLS_CA_FILE", "redis_tls_ca_file", str, "", "PEM CA bundle to check a rediss:// server against"),
@@ -338,6 +339,7 @@ class Settings:
     review_budget_ms: int = 250
     review_per_caller: int = 1
     review_per_minute: int = 10
+    practice_per_minute: int = 6
     review_max_total_ms: int = 600000
     review_parallel: int = 2
     redis_username: str = ""
@@ -393,6 +395,9 @@ class Settings:
                 "ENGINE_LIMIT_SUBMIT_PER_SECOND", "SubmitAction", self.limit_submit_per_second
             ),
             max_live_games=self.max_live_games,
+            practice=per_minute(
+                "ENGINE_PRACTICE_PER_MINUTE", "PracticeFromHere", self.practice_per_minute
+            ),
         )
 
     def analysis_settings(self) -> AnalysisSettings:
@@ -615,6 +620,7 @@ class Settings:
             ("ENGINE_REVIEW_PER_CALLER", self.review_per_caller),
             ("ENGINE_REVIEW_PER_MINUTE", self.review_per_minute),
             ("ENGINE_REVIEW_MAX_TOTAL_MS", self.review_max_total_ms),
+            ("ENGINE_PRACTICE_PER_MINUTE", self.practice_per_minute),
         ):
             if value < 0:
                 problems.append(f"{name} must not be negative")

@@ -305,6 +305,15 @@ def fill_game_view(
     v.rules_view = view_bytes(s, seat)
     if s.over:
         v.scores.extend(scores(s))
+    if meta.origin is not None:
+        fill_origin(v.practice, meta)
+
+
+def fill_origin(out: pb.PracticeOrigin, meta: GameMeta) -> None:
+    """Where a practice game started (``meta.origin``)."""
+    o = meta.origin
+    if o is not None:
+        out.game_id, out.version, out.seat, out.turn = o.game_id, o.version, o.seat, o.turn
 
 
 def game_view(

@@ -60,6 +60,7 @@ REASONS: dict[str, tuple[Code, str]] = {
     "ADMIN_TOKEN_REQUIRED": (Code.PERMISSION_DENIED, "a seat token cannot delete a game"),
     "SEED_NEEDS_OPERATOR": (Code.PERMISSION_DENIED, "choosing the seed of a game with a human seat needs an operator credential"),
     "REVIEW_OTHER_SEAT": (Code.PERMISSION_DENIED, "a seat token reviews its own seat only (metadata: seat)"),
+    "PRACTICE_OTHER_SEAT": (Code.PERMISSION_DENIED, "a seat token practises from its own seat's decisions only while the game goes on (metadata: seat)"),
     "AI_SEAT_PLAYED_BY_WORKER": (Code.PERMISSION_DENIED, "a stored token cannot submit for a seat while it is an AI seat: its worker plays it, with the one-move credential the engine sends (metadata: seat)"),
     "NOT_YOUR_TURN": (Code.FAILED_PRECONDITION, "another seat is to move (metadata: to_move)"),
     "TIME_RAN_OUT": (
@@ -68,6 +69,7 @@ REASONS: dict[str, tuple[Code, str]] = {
     ),
     "SEAT_RESIGNED": (Code.FAILED_PRECONDITION, "the seat resigned: it is out"),
     "ILLEGAL_ACTION": (Code.FAILED_PRECONDITION, "the rules refuse the action now (the message says why)"),
+    "NOT_A_DECISION": (Code.FAILED_PRECONDITION, "practice starts at a version the seat was to move at, in a game not over then (metadata: to_move)"),
     "GAME_OVER": (Code.FAILED_PRECONDITION, "the game is over"),
     "GAME_NOT_OVER": (Code.FAILED_PRECONDITION, "a replay, or a review by the admin token or an operator key, is given only once the game is over"),
     "UNREADABLE_GAME": (Code.FAILED_PRECONDITION, "this engine cannot read the stored game"),

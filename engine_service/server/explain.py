@@ -107,3 +107,17 @@ def explain(s: rules.State, seat: int, legal: list[int], action: int, best: int)
 
 def _lower(text: str) -> str:
     return text[:1].lower() + text[1:] if text else text
+
+
+# Before this share of the Honor pool is taken, a chance shown is still mostly a guess: in the
+# first third of a game the value model's chances score close to "always 50%"
+# (benchmarks/calibration.py prints the Brier score of both sides; docs/bots.md, "Where a
+# chance is still a guess"); hints and reviews say so (chance_is_guess).
+GUESS_UNTIL_TAKEN = 1.0 / 3.0
+
+
+def chance_is_guess(s: rules.State) -> bool:
+    """Whether a win chance shown at ``s`` is still a guess (early in the game)."""
+    if s.ending or s.over:
+        return False
+    return 1.0 - s.pool / s.config.honor_pool < GUESS_UNTIL_TAKEN

@@ -39,7 +39,7 @@ from engine_service.server.dispatch import Dispatcher, trace_attributes
 from engine_service.server.errors import Code, ServiceError, invalid, not_found
 from engine_service.server.ids import new_game_id
 from engine_service.server.limits import LogLimiter
-from engine_service.server.meta import AI, GameMeta, MetaCache, UnreadableMeta
+from engine_service.server.meta import AI, GameMeta, MetaCache, Origin, Seat, UnreadableMeta
 from engine_service.server.metrics import Metrics
 from engine_service.server.presence import Presence
 from engine_service.server.state_cache import StateCache
@@ -284,25 +284,57 @@ class Games:
         except rules.ConfigError as e:
             raise invalid("seats", str(e)) from e
         state = rules.new_game(config)
+        game_id, meta, seat_tokens, admin_token, run = await self._open(
+            state, GameMeta(sets, len(seats), seed, seats, (), "", 0, clock)
+        )
+        resp = epb.CreateGameResponse(
+            game_id=game_id, seat_tokens=seat_tokens, admin_token=admin_token
+        )
+        convert.fill_game_view(resp.view, game_id, 1, state, meta, rules.SPECTATOR)
+        resp.view.commit_id = first_commit_id(game_id)
+        self._fill_clock(resp.view.clock, meta, run)
+        return resp
+
+    async def practice(
+        self, start: rules.State, seed: int, seats: tuple[Seat, ...], origin: Origin, sets: str
+    ) -> epb.PracticeResponse:
+        """A new game from ``start`` (a practice game: PracticeFromHere, practice.py), the
+        origin's seat human and the other seats ``seats``' bots; no clocks."""
+        meta = GameMeta(sets, len(seats), seed, seats, (), "", 0, None,
+                        rules.serialize(start), origin)  # fmt: skip
+        game_id, meta, seat_tokens, admin_token, _ = await self._open(start, meta)
+        resp = epb.PracticeResponse(
+            game_id=game_id,
+            seat_token=seat_tokens[origin.seat],
+            admin_token=admin_token,
+            seat=origin.seat,
+        )
+        convert.fill_game_view(resp.view, game_id, 1, start, meta, origin.seat)
+        resp.view.commit_id = first_commit_id(game_id)
+        return resp
+
+    async def _open(
+        self, state: rules.State, draft: GameMeta
+    ) -> tuple[str, GameMeta, list[str], str, clocks.ClockRun | None]:
+        """Store a new game at ``state`` (version 1) whose metadata is ``draft`` with tokens
+        and the time filled in: (game id, metadata, seat tokens, admin token, its clocks)."""
         now = time.time()
         now_ms = int(now * 1000)
         game_id = new_game_id(now_ms)
+        seats = draft.seats
         # No token for an AI seat: its worker plays it with a credential per move (tokens.py).
         seat_tokens = ["" if s.kind == AI else tokens.new_token() for s in seats]
         admin_token = tokens.new_token()
-        meta = GameMeta(
-            sets=sets,
-            players=len(seats),
-            seed=seed,
-            seats=seats,
+        meta = replace(
+            draft,
             token_digests=tuple(tokens.digest(t) if t else "" for t in seat_tokens),
             admin_digest=tokens.digest(admin_token),
             created_ms=now_ms,
-            clock=clock,
         )
         commit_id = first_commit_id(game_id)
         first = history.created(game_id, state)
         first.commit_id = commit_id
+        clock = meta.clock
         run = None if clock is None else clocks.start(clock, state, meta.humans(), now_ms)
         self._fill_clock(first.clock, meta, run)
         to_move = state.to_move()
@@ -323,17 +355,11 @@ class Games:
         )
         self.states.put(game_id, commit_id, state)
         self.metrics.games_created.inc()
-        log.info(
-            "game %s created: sets=%s seats=%s", game_id, sets, ",".join(s.kind for s in seats)
-        )
+        origin = "" if meta.origin is None else f" practice of {meta.origin.game_id}"
+        log.info("game %s created: sets=%s seats=%s%s", game_id, meta.sets,
+                 ",".join(s.kind for s in seats), origin)  # fmt: skip
         await self._dispatch(payload)
-        resp = epb.CreateGameResponse(
-            game_id=game_id, seat_tokens=seat_tokens, admin_token=admin_token
-        )
-        convert.fill_game_view(resp.view, game_id, 1, state, meta, rules.SPECTATOR)
-        resp.view.commit_id = commit_id
-        self._fill_clock(resp.view.clock, meta, run)
-        return resp
+        return game_id, meta, seat_tokens, admin_token, run
 
     @staticmethod
     def _fill_clock(out: pb.ClockState, meta: GameMeta, run: clocks.ClockRun | None) -> None:
@@ -974,6 +1000,9 @@ class Games:
         )
         for q in table.resigned:
             replay.seats[q].resigned = True
+        if meta.start:  # a practice game: its steps start from this state, not the seed's
+            replay.start_state = meta.start
+            convert.fill_origin(replay.practice, meta)
         return replay
 
     async def delete(self, game_id: str, admin_token: str, *, operator: bool = False) -> None:

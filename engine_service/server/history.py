@@ -138,9 +138,7 @@ class History:
         try:
             if replay is None:
                 meta = GameMeta.decode(rec.meta)
-                s = rules.new_game(
-                    rules.GameConfig(sets=meta.sets, players=meta.players, seed=meta.seed)
-                )
+                s = meta.first_state()
                 first_id = first_commit_id(game_id)
                 first = created(game_id, s)
                 first.commit_id = first_id

@@ -126,6 +126,7 @@ class CallLimits:
     create: RateLimit | None = None
     submit: RateLimit | None = None
     max_live_games: int = 0
+    practice: RateLimit | None = None  # PracticeFromHere (it creates a game)
 
 
 def live_games_reached(cap: int, live: int) -> ServiceError:

@@ -1,15 +1,19 @@
 """What a game was created with (never changes): sets, seats, seed, token digests.
 
 No token is kept in clear: AI seats are played with per-move credentials (server/tokens.py).
+A practice game (PracticeFromHere) also keeps its first state and where it was taken from:
+it does not start from its seed.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine_service import rules
 from engine_service.server.bots import BotConfig
 from engine_service.server.clocks import ClockSettings
 
@@ -28,6 +32,16 @@ class Seat:
 
 
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a practice game started: ``seat``'s decision at ``version`` of ``game_id``."""
+
+    game_id: str
+    version: int
+    seat: int
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
 class GameMeta:
     sets: str
     players: int
@@ -37,6 +51,8 @@ class GameMeta:
     admin_digest: str
     created_ms: int
     clock: ClockSettings | None = None  # the human seats' clocks, if the game has them
+    start: bytes = b""  # a practice game's first state (rules.serialize); b"": from the seed
+    origin: Origin | None = None  # a practice game's origin
     # What answers derive from it, made once (convert: the seat info's wire bytes)
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -63,6 +79,11 @@ class GameMeta:
         }
         if self.clock is not None:
             d["clock"] = self.clock.as_payload()
+        if self.start:
+            d["start"] = base64.b64encode(self.start).decode()
+        if self.origin is not None:
+            o = self.origin
+            d["origin"] = [o.game_id, o.version, o.seat, o.turn]
         return json.dumps(d, separators=(",", ":")).encode()
 
     @staticmethod
@@ -89,7 +110,15 @@ class GameMeta:
             d["admin"],
             d["created_ms"],  # older records also hold "ai_tokens" (raw AI tokens): ignored
             None if d.get("clock") is None else ClockSettings.from_payload(d["clock"]),
+            base64.b64decode(d["start"], validate=True) if d.get("start") else b"",
+            None if d.get("origin") is None else Origin(*d["origin"]),
         )
+
+    def first_state(self) -> rules.State:
+        """The game's state at version 1: its seed's deal, or a practice game's first state."""
+        if self.start:
+            return rules.deserialize(self.start)
+        return rules.new_game(rules.GameConfig(sets=self.sets, players=self.players, seed=self.seed))
 
 
 class MetaCache:

@@ -155,9 +155,9 @@ def decisions(meta: GameMeta, entries: list[tuple[int, int]], seat: int,
               final_state: rules.State) -> list[Decision] | None:  # fmt: skip
     """The seat's decisions with a real choice, from a replay of the game's log; None when the
     replay does not end on ``final_state`` (the stored one)."""
-    s = rules.new_game(rules.GameConfig(sets=meta.sets, players=meta.players, seed=meta.seed))
     out = []
     try:
+        s = meta.first_state()
         for i, (who, action) in enumerate(entries):
             if seats.is_table_action(action):  # (a resignation, a seat handed over: no cards)
                 continue
@@ -294,6 +294,70 @@ class Flight:
         )
 
 
+# ---- who asks (a review, a practice game: the same permission) -----------------------------
+
+
+def who_asks(
+    game_id: str,
+    token: str,
+    wanted: int | None,
+    meta: GameMeta,
+    over: bool,
+    context: Any,
+    access: Access,
+    verb: str,
+) -> tuple[str, int]:
+    """(the caller, for its limits; the seat asked about), or the refusal. A seat's token asks
+    about its own seat at any time and about another once the game is over; the admin token
+    and an operator key about any seat once the game is over. ``verb``: "review",
+    "practice" (for the messages; REVIEW_OTHER_SEAT, PRACTICE_OTHER_SEAT)."""
+    if wanted is not None and not 0 <= wanted < meta.players:
+        raise invalid("seat", f"must be 0..{meta.players - 1} (this game's seats)")
+    if token and not tokens.is_ai_credential(token):
+        seat = tokens.seat_of(token, meta.token_digests)
+        if seat is not None:
+            if wanted is not None and wanted != seat:
+                # (the opponent's decisions: only once nothing they show can still be of use
+                # in the game)
+                if over:
+                    return f"{game_id}/{seat}", wanted
+                raise refused(
+                    Code.PERMISSION_DENIED,
+                    f"{verb.upper()}_OTHER_SEAT",
+                    f"a seat token may {verb} its own seat ({seat}) while the game goes on; "
+                    "another seat's decisions once the game is over",
+                    seat=seat,
+                )
+            return f"{game_id}/{seat}", seat
+        if tokens.matches(token, meta.admin_digest):
+            return f"{game_id}/admin", _any_seat(wanted, over, "the admin token", verb)
+    if token:
+        raise errors.unknown_token("token matches no seat of this game, nor its admin token")
+    operator = access.operator(context, "ReviewGame" if verb == "review" else "PracticeFromHere",
+                               required=False)  # fmt: skip
+    if not operator:
+        raise errors.token_required(
+            "token",
+            "a seat token (or the admin token, or an operator key, once the game is over)",
+        )
+    key = bearer(context.invocation_metadata()) or ""
+    who = "operator:" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    return who, _any_seat(wanted, over, "an operator key", verb)
+
+
+def _any_seat(wanted: int | None, over: bool, what: str, verb: str) -> int:
+    if not over:
+        raise refused(
+            Code.FAILED_PRECONDITION,
+            "GAME_NOT_OVER",
+            f"{what} may {verb} a seat once the game is over (before, it would show what "
+            f"that seat held); a seat's own token may {verb} it at any time",
+        )
+    if wanted is None:
+        raise invalid("seat", f"is required with {what} (which seat to {verb})")
+    return wanted
+
+
 class Reviews:
     def __init__(
         self,
@@ -361,59 +425,6 @@ class Reviews:
             if not flights:
                 del self._flights[flight.caller]
 
-    # ---- who asks -----------------------------------------------------------------------
-
-    def _caller(
-        self, req: epb.ReviewGameRequest, meta: GameMeta, over: bool, context: Any
-    ) -> tuple[str, int]:
-        """(the caller, for its limit; the seat reviewed), or the refusal."""
-        wanted = req.seat if req.HasField("seat") else None
-        if wanted is not None and not 0 <= wanted < meta.players:
-            raise invalid("seat", f"must be 0..{meta.players - 1} (this game's seats)")
-        token = req.token
-        if token and not tokens.is_ai_credential(token):
-            seat = tokens.seat_of(token, meta.token_digests)
-            if seat is not None:
-                if wanted is not None and wanted != seat:
-                    # (the opponent's review beside yours: only once nothing it shows can
-                    # still be of use in the game)
-                    if over:
-                        return f"{req.game_id}/{seat}", wanted
-                    raise refused(
-                        Code.PERMISSION_DENIED,
-                        "REVIEW_OTHER_SEAT",
-                        f"a seat token reviews its own seat ({seat}) while the game goes on; "
-                        "another seat's decisions once the game is over",
-                        seat=seat,
-                    )
-                return f"{req.game_id}/{seat}", seat
-            if tokens.matches(token, meta.admin_digest):
-                return f"{req.game_id}/admin", self._any_seat(wanted, over, "the admin token")
-        if token:
-            raise errors.unknown_token("token matches no seat of this game, nor its admin token")
-        operator = self.access.operator(context, "ReviewGame", required=False)
-        if not operator:
-            raise errors.token_required(
-                "token",
-                "a seat token (or the admin token, or an operator key, once the game is over)",
-            )
-        key = bearer(context.invocation_metadata()) or ""
-        who = "operator:" + hashlib.sha256(key.encode()).hexdigest()[:16]
-        return who, self._any_seat(wanted, over, "an operator key")
-
-    @staticmethod
-    def _any_seat(wanted: int | None, over: bool, what: str) -> int:
-        if not over:
-            raise refused(
-                Code.FAILED_PRECONDITION,
-                "GAME_NOT_OVER",
-                f"{what} reviews a seat once the game is over (before, a review would show "
-                "what that seat held); a seat's own token reviews it at any time",
-            )
-        if wanted is None:
-            raise invalid("seat", f"is required with {what} (which seat to review)")
-        return wanted
-
     # ---- ReviewGame ---------------------------------------------------------------------
 
     async def review(
@@ -431,7 +442,9 @@ class Reviews:
         if self.games.dispatcher.name == "off":
             raise disabled("it runs no AI (ENGINE_AI_DISPATCH=off)")
         rec, meta = await self.games._load(req.game_id)
-        caller, seat = self._caller(req, meta, rec.over, context)
+        wanted = req.seat if req.HasField("seat") else None
+        caller, seat = who_asks(req.game_id, req.token, wanted, meta, rec.over, context,
+                                self.access, "review")  # fmt: skip
         budget = min(req.budget_ms or st.budget_ms, st.max_budget_ms)
         try:
             self._check_per_caller(caller, self._adoptable(caller, req.game_id, seat))
@@ -538,6 +551,7 @@ class Reviews:
             else:
                 r.stored = True
             r.index, r.total = i + 1, total
+            r.chance_is_guess = explain.chance_is_guess(found[i].state)
             yield i, r
         log.info("game %s seat %d reviewed at v%d: %d decisions, %d searched at %d ms",
                  flight.game_id, flight.seat, version, total, len(fresh) + len(running),

@@ -29,6 +29,7 @@ from engine_service.server.games import Games
 from engine_service.server.grpc_compat import grpc
 from engine_service.server.limits import CallLimits, LiveGamesCap, LogLimiter
 from engine_service.server.metrics import Metrics
+from engine_service.server.practice import Practices
 from engine_service.server.review import Reviews
 from engine_service.store import StoreError, UnreadableData
 
@@ -161,6 +162,7 @@ class EngineService:
         self.callers = callers or Callers()
         self.analyses = analyses or Analyses(games)
         self.reviews = reviews or Reviews(self.analyses, access=self.access)
+        self.practices = Practices(games, self.access)
         cap = self.limits.max_live_games
         self._live_games = LiveGamesCap(cap, games.store.active_games) if cap else None
 
@@ -249,6 +251,16 @@ class EngineService:
     ) -> epb.HandOverSeatResponse:
         operator = self.access.operator(context, "HandOverSeat", required=False)
         return await self.games.hand_over(request, operator=operator)
+
+    @unary("PracticeFromHere")
+    async def PracticeFromHere(
+        self, request: epb.PracticeRequest, context: Any
+    ) -> epb.PracticeResponse:
+        if self.limits.practice is not None:
+            self.limits.practice.take(self.callers.key(context))
+        if self._live_games is not None:
+            await self._live_games.check()
+        return await self.practices.start(request, context)
 
     @unary("ListCards")
     async def ListCards(self, request: epb.ListCardsRequest, context: Any) -> epb.ListCardsResponse:

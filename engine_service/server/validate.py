@@ -67,29 +67,33 @@ def seat(s: epb.SeatConfig, where: str, default_name: str) -> Seat:
         return Seat(HUMAN, name, None)
     if not s.HasField("bot"):
         raise invalid(f"{where}.bot", "an AI seat needs bot settings")
-    b = s.bot
+    return Seat(AI, name, bot(s.bot, f"{where}.bot"))
+
+
+def bot(b: epb.BotSettings, where: str) -> BotConfig:
+    """A bot's settings (``where``: the field, for errors)."""
     if b.difficulty:
         if b.name or b.iterations or b.time_ms:
             raise invalid(
-                f"{where}.bot.difficulty",
+                f"{where}.difficulty",
                 "a difficulty sets the bot and its budget: leave name, iterations and "
                 "time_ms unset",
             )
         if b.difficulty.strip().lower() not in DIFFICULTIES:
             raise invalid(
-                f"{where}.bot.difficulty",
+                f"{where}.difficulty",
                 f"unknown difficulty {b.difficulty[:40]!r}; one of: {', '.join(DIFFICULTIES)}",
             )
-        bot = for_difficulty(b.difficulty, b.seed, b.exploration)
+        config = for_difficulty(b.difficulty, b.seed, b.exploration)
     else:
-        bot = BotConfig(b.name, b.iterations, b.time_ms, b.seed, b.exploration)
-    problems = check_bot(bot)
+        config = BotConfig(b.name, b.iterations, b.time_ms, b.seed, b.exploration)
+    problems = check_bot(config)
     if problems:
         field, problem = problems[0]
-        raise invalid(f"{where}.bot.{field}", problem)
-    if math.isnan(bot.exploration):
-        raise invalid(f"{where}.bot.exploration", "must be a number")
-    return Seat(AI, name, bot)
+        raise invalid(f"{where}.{field}", problem)
+    if math.isnan(config.exploration):
+        raise invalid(f"{where}.exploration", "must be a number")
+    return config
 
 
 def seed(req: epb.CreateGameRequest) -> int | None:

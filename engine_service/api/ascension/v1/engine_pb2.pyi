@@ -215,7 +215,7 @@ class ReplayStep(_message.Message):
     def __init__(self, version: _Optional[int] = ..., seat: _Optional[int] = ..., action: _Optional[int] = ...) -> None: ...
 
 class Replay(_message.Message):
-    __slots__ = ("game_id", "sets", "players", "seed", "steps", "catalog_fingerprint", "version", "scores", "winner", "seats")
+    __slots__ = ("game_id", "sets", "players", "seed", "steps", "catalog_fingerprint", "version", "scores", "winner", "seats", "start_state", "practice")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     SETS_FIELD_NUMBER: _ClassVar[int]
     PLAYERS_FIELD_NUMBER: _ClassVar[int]
@@ -226,6 +226,8 @@ class Replay(_message.Message):
     SCORES_FIELD_NUMBER: _ClassVar[int]
     WINNER_FIELD_NUMBER: _ClassVar[int]
     SEATS_FIELD_NUMBER: _ClassVar[int]
+    START_STATE_FIELD_NUMBER: _ClassVar[int]
+    PRACTICE_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     sets: str
     players: int
@@ -236,7 +238,9 @@ class Replay(_message.Message):
     scores: _containers.RepeatedCompositeFieldContainer[_game_pb2.Score]
     winner: int
     seats: _containers.RepeatedCompositeFieldContainer[_game_pb2.SeatInfo]
-    def __init__(self, game_id: _Optional[str] = ..., sets: _Optional[str] = ..., players: _Optional[int] = ..., seed: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[ReplayStep, _Mapping]]] = ..., catalog_fingerprint: _Optional[str] = ..., version: _Optional[int] = ..., scores: _Optional[_Iterable[_Union[_game_pb2.Score, _Mapping]]] = ..., winner: _Optional[int] = ..., seats: _Optional[_Iterable[_Union[_game_pb2.SeatInfo, _Mapping]]] = ...) -> None: ...
+    start_state: bytes
+    practice: _game_pb2.PracticeOrigin
+    def __init__(self, game_id: _Optional[str] = ..., sets: _Optional[str] = ..., players: _Optional[int] = ..., seed: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[ReplayStep, _Mapping]]] = ..., catalog_fingerprint: _Optional[str] = ..., version: _Optional[int] = ..., scores: _Optional[_Iterable[_Union[_game_pb2.Score, _Mapping]]] = ..., winner: _Optional[int] = ..., seats: _Optional[_Iterable[_Union[_game_pb2.SeatInfo, _Mapping]]] = ..., start_state: _Optional[bytes] = ..., practice: _Optional[_Union[_game_pb2.PracticeOrigin, _Mapping]] = ...) -> None: ...
 
 class DeleteGameRequest(_message.Message):
     __slots__ = ("game_id", "admin_token")
@@ -289,18 +293,20 @@ class AnalysisCandidate(_message.Message):
     def __init__(self, action: _Optional[int] = ..., visits: _Optional[int] = ..., win_probability: _Optional[float] = ..., description: _Optional[str] = ..., seat_win_probabilities: _Optional[_Iterable[float]] = ..., standard_error: _Optional[float] = ...) -> None: ...
 
 class AnalyzePositionResponse(_message.Message):
-    __slots__ = ("version", "candidates", "seat", "budget_ms", "iterations")
+    __slots__ = ("version", "candidates", "seat", "budget_ms", "iterations", "chance_is_guess")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
     BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
     ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    CHANCE_IS_GUESS_FIELD_NUMBER: _ClassVar[int]
     version: int
     candidates: _containers.RepeatedCompositeFieldContainer[AnalysisCandidate]
     seat: int
     budget_ms: int
     iterations: int
-    def __init__(self, version: _Optional[int] = ..., candidates: _Optional[_Iterable[_Union[AnalysisCandidate, _Mapping]]] = ..., seat: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ...) -> None: ...
+    chance_is_guess: bool
+    def __init__(self, version: _Optional[int] = ..., candidates: _Optional[_Iterable[_Union[AnalysisCandidate, _Mapping]]] = ..., seat: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ..., chance_is_guess: _Optional[bool] = ...) -> None: ...
 
 class SubmitAnalysisRequest(_message.Message):
     __slots__ = ("game_id", "analysis_id", "token", "candidates", "iterations", "error")
@@ -337,7 +343,7 @@ class ReviewGameRequest(_message.Message):
     def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., seat: _Optional[int] = ..., budget_ms: _Optional[int] = ..., with_views: _Optional[bool] = ...) -> None: ...
 
 class DecisionReview(_message.Message):
-    __slots__ = ("version", "action", "description", "best_action", "best_description", "win_probability", "best_win_probability", "label", "seat", "turn", "win_probabilities", "index", "total", "budget_ms", "iterations", "stored", "view", "visits", "best_visits", "standard_error", "best_standard_error", "undersearched", "explanation", "candidates")
+    __slots__ = ("version", "action", "description", "best_action", "best_description", "win_probability", "best_win_probability", "label", "seat", "turn", "win_probabilities", "index", "total", "budget_ms", "iterations", "stored", "view", "visits", "best_visits", "standard_error", "best_standard_error", "undersearched", "explanation", "candidates", "chance_is_guess")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -362,6 +368,7 @@ class DecisionReview(_message.Message):
     UNDERSEARCHED_FIELD_NUMBER: _ClassVar[int]
     EXPLANATION_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    CHANCE_IS_GUESS_FIELD_NUMBER: _ClassVar[int]
     version: int
     action: int
     description: str
@@ -386,7 +393,8 @@ class DecisionReview(_message.Message):
     undersearched: bool
     explanation: str
     candidates: _containers.RepeatedCompositeFieldContainer[AnalysisCandidate]
-    def __init__(self, version: _Optional[int] = ..., action: _Optional[int] = ..., description: _Optional[str] = ..., best_action: _Optional[int] = ..., best_description: _Optional[str] = ..., win_probability: _Optional[float] = ..., best_win_probability: _Optional[float] = ..., label: _Optional[_Union[ReviewLabel, str]] = ..., seat: _Optional[int] = ..., turn: _Optional[int] = ..., win_probabilities: _Optional[_Iterable[float]] = ..., index: _Optional[int] = ..., total: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ..., stored: _Optional[bool] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ..., visits: _Optional[int] = ..., best_visits: _Optional[int] = ..., standard_error: _Optional[float] = ..., best_standard_error: _Optional[float] = ..., undersearched: _Optional[bool] = ..., explanation: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[AnalysisCandidate, _Mapping]]] = ...) -> None: ...
+    chance_is_guess: bool
+    def __init__(self, version: _Optional[int] = ..., action: _Optional[int] = ..., description: _Optional[str] = ..., best_action: _Optional[int] = ..., best_description: _Optional[str] = ..., win_probability: _Optional[float] = ..., best_win_probability: _Optional[float] = ..., label: _Optional[_Union[ReviewLabel, str]] = ..., seat: _Optional[int] = ..., turn: _Optional[int] = ..., win_probabilities: _Optional[_Iterable[float]] = ..., index: _Optional[int] = ..., total: _Optional[int] = ..., budget_ms: _Optional[int] = ..., iterations: _Optional[int] = ..., stored: _Optional[bool] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ..., visits: _Optional[int] = ..., best_visits: _Optional[int] = ..., standard_error: _Optional[float] = ..., best_standard_error: _Optional[float] = ..., undersearched: _Optional[bool] = ..., explanation: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[AnalysisCandidate, _Mapping]]] = ..., chance_is_guess: _Optional[bool] = ...) -> None: ...
 
 class ResignRequest(_message.Message):
     __slots__ = ("game_id", "token")
@@ -403,6 +411,34 @@ class ResignResponse(_message.Message):
     update: _game_pb2.GameUpdate
     view: _game_pb2.GameView
     def __init__(self, update: _Optional[_Union[_game_pb2.GameUpdate, _Mapping]] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...
+
+class PracticeRequest(_message.Message):
+    __slots__ = ("game_id", "token", "seat", "version", "opponents")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    OPPONENTS_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    token: str
+    seat: int
+    version: int
+    opponents: BotSettings
+    def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., seat: _Optional[int] = ..., version: _Optional[int] = ..., opponents: _Optional[_Union[BotSettings, _Mapping]] = ...) -> None: ...
+
+class PracticeResponse(_message.Message):
+    __slots__ = ("game_id", "seat_token", "admin_token", "seat", "view")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    SEAT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ADMIN_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    seat_token: str
+    admin_token: str
+    seat: int
+    view: _game_pb2.GameView
+    def __init__(self, game_id: _Optional[str] = ..., seat_token: _Optional[str] = ..., admin_token: _Optional[str] = ..., seat: _Optional[int] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...
 
 class HandOverSeatRequest(_message.Message):
     __slots__ = ("game_id", "admin_token", "seat", "to")

@@ -106,6 +106,11 @@ class EngineStub:
                 request_serializer=ascension_dot_v1_dot_engine__pb2.HandOverSeatRequest.SerializeToString,
                 response_deserializer=ascension_dot_v1_dot_engine__pb2.HandOverSeatResponse.FromString,
                 _registered_method=True)
+        self.PracticeFromHere = channel.unary_unary(
+                '/ascension.v1.Engine/PracticeFromHere',
+                request_serializer=ascension_dot_v1_dot_engine__pb2.PracticeRequest.SerializeToString,
+                response_deserializer=ascension_dot_v1_dot_engine__pb2.PracticeResponse.FromString,
+                _registered_method=True)
 
 
 class EngineServicer:
@@ -228,6 +233,21 @@ class EngineServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PracticeFromHere(self, request, context):
+        """Practice from here: a new game that starts at a decision of a seat (a version at which
+        that seat was to move), its player against bots. The cards that seat could not see then
+        (the order of its own deck, the other seats' hands and decks, the center deck, the
+        Treasure Bag) are dealt again at random from what it knew (docs/rules-notes.md, "Practice
+        from here"): the new game tells nothing the seat did not know. Who may ask: as
+        ReviewGame (a seat's token for its own seat; the admin token or an operator key for any
+        seat once the game is over). Limited per caller (ENGINE_PRACTICE_PER_MINUTE:
+        RESOURCE_EXHAUSTED, RATE_LIMITED) and by the live-game cap; FAILED_PRECONDITION
+        (NOT_A_DECISION) when the seat was not to move at that version.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -300,6 +320,11 @@ def add_EngineServicer_to_server(servicer, server):
                     servicer.HandOverSeat,
                     request_deserializer=ascension_dot_v1_dot_engine__pb2.HandOverSeatRequest.FromString,
                     response_serializer=ascension_dot_v1_dot_engine__pb2.HandOverSeatResponse.SerializeToString,
+            ),
+            'PracticeFromHere': grpc.unary_unary_rpc_method_handler(
+                    servicer.PracticeFromHere,
+                    request_deserializer=ascension_dot_v1_dot_engine__pb2.PracticeRequest.FromString,
+                    response_serializer=ascension_dot_v1_dot_engine__pb2.PracticeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -680,6 +705,33 @@ class Engine:
             '/ascension.v1.Engine/HandOverSeat',
             ascension_dot_v1_dot_engine__pb2.HandOverSeatRequest.SerializeToString,
             ascension_dot_v1_dot_engine__pb2.HandOverSeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PracticeFromHere(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ascension.v1.Engine/PracticeFromHere',
+            ascension_dot_v1_dot_engine__pb2.PracticeRequest.SerializeToString,
+            ascension_dot_v1_dot_engine__pb2.PracticeResponse.FromString,
             options,
             channel_credentials,
             insecure,

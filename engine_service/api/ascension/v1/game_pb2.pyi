@@ -227,7 +227,7 @@ class Board(_message.Message):
     def __init__(self, turn: _Optional[int] = ..., active_seat: _Optional[int] = ..., first_seat: _Optional[int] = ..., runes: _Optional[int] = ..., power: _Optional[int] = ..., seats: _Optional[_Iterable[_Union[SeatState, _Mapping]]] = ..., center: _Optional[_Iterable[_Union[CenterSpace, _Mapping]]] = ..., kraken: _Optional[_Union[Kraken, _Mapping]] = ..., ghost_pirate_space: _Optional[int] = ..., board_coin: _Optional[_Union[Coin, _Mapping]] = ..., board_coin_space: _Optional[int] = ..., honor_pool: _Optional[int] = ..., final_round: _Optional[bool] = ..., the_void: _Optional[_Iterable[int]] = ..., mystic_pile: _Optional[int] = ..., heavy_infantry_pile: _Optional[int] = ..., center_deck_count: _Optional[int] = ..., treasure_bag_count: _Optional[int] = ..., decision: _Optional[_Union[Decision, _Mapping]] = ...) -> None: ...
 
 class GameView(_message.Message):
-    __slots__ = ("game_id", "version", "seat", "to_move", "over", "legal_actions", "board", "seat_info", "sets", "players", "scores", "winner", "catalog_fingerprint", "rules_view", "commit_id", "clock")
+    __slots__ = ("game_id", "version", "seat", "to_move", "over", "legal_actions", "board", "seat_info", "sets", "players", "scores", "winner", "catalog_fingerprint", "rules_view", "commit_id", "clock", "practice")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
@@ -244,6 +244,7 @@ class GameView(_message.Message):
     RULES_VIEW_FIELD_NUMBER: _ClassVar[int]
     COMMIT_ID_FIELD_NUMBER: _ClassVar[int]
     CLOCK_FIELD_NUMBER: _ClassVar[int]
+    PRACTICE_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     version: int
     seat: int
@@ -260,7 +261,20 @@ class GameView(_message.Message):
     rules_view: bytes
     commit_id: str
     clock: ClockState
-    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., legal_actions: _Optional[_Iterable[_Union[LegalAction, _Mapping]]] = ..., board: _Optional[_Union[Board, _Mapping]] = ..., seat_info: _Optional[_Iterable[_Union[SeatInfo, _Mapping]]] = ..., sets: _Optional[str] = ..., players: _Optional[int] = ..., scores: _Optional[_Iterable[_Union[Score, _Mapping]]] = ..., winner: _Optional[int] = ..., catalog_fingerprint: _Optional[str] = ..., rules_view: _Optional[bytes] = ..., commit_id: _Optional[str] = ..., clock: _Optional[_Union[ClockState, _Mapping]] = ...) -> None: ...
+    practice: PracticeOrigin
+    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., to_move: _Optional[int] = ..., over: _Optional[bool] = ..., legal_actions: _Optional[_Iterable[_Union[LegalAction, _Mapping]]] = ..., board: _Optional[_Union[Board, _Mapping]] = ..., seat_info: _Optional[_Iterable[_Union[SeatInfo, _Mapping]]] = ..., sets: _Optional[str] = ..., players: _Optional[int] = ..., scores: _Optional[_Iterable[_Union[Score, _Mapping]]] = ..., winner: _Optional[int] = ..., catalog_fingerprint: _Optional[str] = ..., rules_view: _Optional[bytes] = ..., commit_id: _Optional[str] = ..., clock: _Optional[_Union[ClockState, _Mapping]] = ..., practice: _Optional[_Union[PracticeOrigin, _Mapping]] = ...) -> None: ...
+
+class PracticeOrigin(_message.Message):
+    __slots__ = ("game_id", "version", "seat", "turn")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    version: int
+    seat: int
+    turn: int
+    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seat: _Optional[int] = ..., turn: _Optional[int] = ...) -> None: ...
 
 class ClockSettings(_message.Message):
     __slots__ = ("turn_seconds", "bank_seconds", "increment_seconds", "on_timeout", "bot_difficulty")

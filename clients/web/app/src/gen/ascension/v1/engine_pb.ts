@@ -33,7 +33,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Card, ClockSettings, GameUpdate, GameUpdateSchema, GameView, GameViewSchema, LegalAction, Score, SeatInfo, SeatInfo_Kind } from "./game_pb";
+import type { Card, ClockSettings, GameUpdate, GameUpdateSchema, GameView, GameViewSchema, LegalAction, PracticeOrigin, Score, SeatInfo, SeatInfo_Kind } from "./game_pb";
 import { file_ascension_v1_game } from "./game_pb";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -41,7 +41,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ascension/v1/engine.proto.
  */
 export const file_ascension_v1_engine: GenFile = /*@__PURE__*/
-  fileDesc("Chlhc2NlbnNpb24vdjEvZW5naW5lLnByb3RvEgxhc2NlbnNpb24udjEidwoLQm90U2V0dGluZ3MSDAoEbmFtZRgBIAEoCRISCgppdGVyYXRpb25zGAIgASgFEg8KB3RpbWVfbXMYAyABKAUSDAoEc2VlZBgEIAEoBBITCgtleHBsb3JhdGlvbhgFIAEoARISCgpkaWZmaWN1bHR5GAYgASgJIm0KClNlYXRDb25maWcSKQoEa2luZBgBIAEoDjIbLmFzY2Vuc2lvbi52MS5TZWF0SW5mby5LaW5kEgwKBG5hbWUYAiABKAkSJgoDYm90GAMgASgLMhkuYXNjZW5zaW9uLnYxLkJvdFNldHRpbmdzIpIBChFDcmVhdGVHYW1lUmVxdWVzdBIMCgRzZXRzGAEgASgJEicKBXNlYXRzGAIgAygLMhguYXNjZW5zaW9uLnYxLlNlYXRDb25maWcSEQoEc2VlZBgDIAEoBEgAiAEBEioKBWNsb2NrGAQgASgLMhsuYXNjZW5zaW9uLnYxLkNsb2NrU2V0dGluZ3NCBwoFX3NlZWQidQoSQ3JlYXRlR2FtZVJlc3BvbnNlEg8KB2dhbWVfaWQYASABKAkSEwoLc2VhdF90b2tlbnMYAiADKAkSEwoLYWRtaW5fdG9rZW4YAyABKAkSJAoEdmlldxgEIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldyIwCg5HZXRHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJIjkKF0xpc3RMZWdhbEFjdGlvbnNSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkihwEKGExpc3RMZWdhbEFjdGlvbnNSZXNwb25zZRIPCgdnYW1lX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAMSDAoEc2VhdBgDIAEoBRIPCgd0b19tb3ZlGAQgASgFEioKB2FjdGlvbnMYBSADKAsyGS5hc2NlbnNpb24udjEuTGVnYWxBY3Rpb24i8QEKE1N1Ym1pdEFjdGlvblJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAMgASgDEg4KBmFjdGlvbhgEIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSLQoLdmlld19kZXRhaWwYBiABKA4yGC5hc2NlbnNpb24udjEuVmlld0RldGFpbBIaChJleHBlY3RlZF9jb21taXRfaWQYByABKAkSEwoLc2VhdF90b2tlbnMYCCADKAkSFwoPZmFsbGJhY2tfcmVhc29uGAkgASgJIngKFFN1Ym1pdEFjdGlvblJlc3BvbnNlEigKBnVwZGF0ZRgBIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAiABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSEAoIcmVwbGF5ZWQYAyABKAgieQoQV2F0Y2hHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhUKDWFmdGVyX3ZlcnNpb24YAiABKAMSFwoPYWZ0ZXJfY29tbWl0X2lkGAMgASgJEg0KBXRva2VuGAQgASgJEhUKDXdpdGhfcHJlc2VuY2UYBSABKAgiTgoQTGlzdEdhbWVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRITCgthY3RpdmVfb25seRgDIAEoCCLGAQoLR2FtZVN1bW1hcnkSDwoHZ2FtZV9pZBgBIAEoCRIMCgRzZXRzGAIgASgJEg8KB3BsYXllcnMYAyABKAUSDwoHdmVyc2lvbhgEIAEoAxIPCgd0b19tb3ZlGAUgASgFEgwKBG92ZXIYBiABKAgSJQoFc2VhdHMYByADKAsyFi5hc2NlbnNpb24udjEuU2VhdEluZm8SFwoPY3JlYXRlZF91bml4X21zGAggASgDEhcKD3VwZGF0ZWRfdW5peF9tcxgJIAEoAyJWChFMaXN0R2FtZXNSZXNwb25zZRIoCgVnYW1lcxgBIAMoCzIZLmFzY2Vuc2lvbi52MS5HYW1lU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoQR2V0UmVwbGF5UmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJIjsKClJlcGxheVN0ZXASDwoHdmVyc2lvbhgBIAEoAxIMCgRzZWF0GAIgASgFEg4KBmFjdGlvbhgDIAEoDSL5AQoGUmVwbGF5Eg8KB2dhbWVfaWQYASABKAkSDAoEc2V0cxgCIAEoCRIPCgdwbGF5ZXJzGAMgASgFEgwKBHNlZWQYBCABKAQSJwoFc3RlcHMYBSADKAsyGC5hc2NlbnNpb24udjEuUmVwbGF5U3RlcBIbChNjYXRhbG9nX2ZpbmdlcnByaW50GAYgASgJEg8KB3ZlcnNpb24YByABKAMSIwoGc2NvcmVzGAggAygLMhMuYXNjZW5zaW9uLnYxLlNjb3JlEg4KBndpbm5lchgJIAEoBRIlCgVzZWF0cxgKIAMoCzIWLmFzY2Vuc2lvbi52MS5TZWF0SW5mbyI5ChFEZWxldGVHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhMKC2FkbWluX3Rva2VuGAIgASgJIhQKEkRlbGV0ZUdhbWVSZXNwb25zZSISChBMaXN0Q2FyZHNSZXF1ZXN0IlMKEUxpc3RDYXJkc1Jlc3BvbnNlEhsKE2NhdGFsb2dfZmluZ2VycHJpbnQYASABKAkSIQoFY2FyZHMYAiADKAsyEi5hc2NlbnNpb24udjEuQ2FyZCJLChZBbmFseXplUG9zaXRpb25SZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSEQoJYnVkZ2V0X21zGAMgASgFIpkBChFBbmFseXNpc0NhbmRpZGF0ZRIOCgZhY3Rpb24YASABKA0SDgoGdmlzaXRzGAIgASgFEhcKD3dpbl9wcm9iYWJpbGl0eRgDIAEoARITCgtkZXNjcmlwdGlvbhgEIAEoCRIeChZzZWF0X3dpbl9wcm9iYWJpbGl0aWVzGAUgAygBEhYKDnN0YW5kYXJkX2Vycm9yGAYgASgBIpQBChdBbmFseXplUG9zaXRpb25SZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEjMKCmNhbmRpZGF0ZXMYAiADKAsyHy5hc2NlbnNpb24udjEuQW5hbHlzaXNDYW5kaWRhdGUSDAoEc2VhdBgDIAEoBRIRCglidWRnZXRfbXMYBCABKAUSEgoKaXRlcmF0aW9ucxgFIAEoAyKkAQoVU3VibWl0QW5hbHlzaXNSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSEwoLYW5hbHlzaXNfaWQYAiABKAkSDQoFdG9rZW4YAyABKAkSMwoKY2FuZGlkYXRlcxgEIAMoCzIfLmFzY2Vuc2lvbi52MS5BbmFseXNpc0NhbmRpZGF0ZRISCgppdGVyYXRpb25zGAUgASgDEg0KBWVycm9yGAYgASgJIhgKFlN1Ym1pdEFuYWx5c2lzUmVzcG9uc2UidgoRUmV2aWV3R2FtZVJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIRCgRzZWF0GAMgASgFSACIAQESEQoJYnVkZ2V0X21zGAQgASgFEhIKCndpdGhfdmlld3MYBSABKAhCBwoFX3NlYXQiwwQKDkRlY2lzaW9uUmV2aWV3Eg8KB3ZlcnNpb24YASABKAMSDgoGYWN0aW9uGAIgASgNEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhMKC2Jlc3RfYWN0aW9uGAQgASgNEhgKEGJlc3RfZGVzY3JpcHRpb24YBSABKAkSFwoPd2luX3Byb2JhYmlsaXR5GAYgASgBEhwKFGJlc3Rfd2luX3Byb2JhYmlsaXR5GAcgASgBEigKBWxhYmVsGAggASgOMhkuYXNjZW5zaW9uLnYxLlJldmlld0xhYmVsEgwKBHNlYXQYCSABKAUSDAoEdHVybhgKIAEoBRIZChF3aW5fcHJvYmFiaWxpdGllcxgLIAMoARINCgVpbmRleBgMIAEoBRINCgV0b3RhbBgNIAEoBRIRCglidWRnZXRfbXMYDiABKAUSEgoKaXRlcmF0aW9ucxgPIAEoAxIOCgZzdG9yZWQYECABKAgSJAoEdmlldxgRIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldxIOCgZ2aXNpdHMYEiABKAUSEwoLYmVzdF92aXNpdHMYEyABKAUSFgoOc3RhbmRhcmRfZXJyb3IYFCABKAESGwoTYmVzdF9zdGFuZGFyZF9lcnJvchgVIAEoARIVCg11bmRlcnNlYXJjaGVkGBYgASgIEhMKC2V4cGxhbmF0aW9uGBcgASgJEjMKCmNhbmRpZGF0ZXMYGCADKAsyHy5hc2NlbnNpb24udjEuQW5hbHlzaXNDYW5kaWRhdGUiLwoNUmVzaWduUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJImAKDlJlc2lnblJlc3BvbnNlEigKBnVwZGF0ZRgBIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAiABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcibwoTSGFuZE92ZXJTZWF0UmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhMKC2FkbWluX3Rva2VuGAIgASgJEgwKBHNlYXQYAyABKAUSJAoCdG8YBCABKAsyGC5hc2NlbnNpb24udjEuU2VhdENvbmZpZyJ6ChRIYW5kT3ZlclNlYXRSZXNwb25zZRISCgpzZWF0X3Rva2VuGAEgASgJEigKBnVwZGF0ZRgCIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAyABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcqQQoKVmlld0RldGFpbBIUChBWSUVXX0RFVEFJTF9GVUxMEAASHQoZVklFV19ERVRBSUxfTEVHQUxfQUNUSU9OUxABKqoBCgtSZXZpZXdMYWJlbBIcChhSRVZJRVdfTEFCRUxfVU5TUEVDSUZJRUQQABIVChFSRVZJRVdfTEFCRUxfQkVTVBABEhUKEVJFVklFV19MQUJFTF9HT09EEAISGwoXUkVWSUVXX0xBQkVMX0lOQUNDVVJBQ1kQAxIYChRSRVZJRVdfTEFCRUxfTUlTVEFLRRAEEhgKFFJFVklFV19MQUJFTF9CTFVOREVSEAUy9QgKBkVuZ2luZRJPCgpDcmVhdGVHYW1lEh8uYXNjZW5zaW9uLnYxLkNyZWF0ZUdhbWVSZXF1ZXN0GiAuYXNjZW5zaW9uLnYxLkNyZWF0ZUdhbWVSZXNwb25zZRI/CgdHZXRHYW1lEhwuYXNjZW5zaW9uLnYxLkdldEdhbWVSZXF1ZXN0GhYuYXNjZW5zaW9uLnYxLkdhbWVWaWV3EmEKEExpc3RMZWdhbEFjdGlvbnMSJS5hc2NlbnNpb24udjEuTGlzdExlZ2FsQWN0aW9uc1JlcXVlc3QaJi5hc2NlbnNpb24udjEuTGlzdExlZ2FsQWN0aW9uc1Jlc3BvbnNlElUKDFN1Ym1pdEFjdGlvbhIhLmFzY2Vuc2lvbi52MS5TdWJtaXRBY3Rpb25SZXF1ZXN0GiIuYXNjZW5zaW9uLnYxLlN1Ym1pdEFjdGlvblJlc3BvbnNlEkcKCVdhdGNoR2FtZRIeLmFzY2Vuc2lvbi52MS5XYXRjaEdhbWVSZXF1ZXN0GhguYXNjZW5zaW9uLnYxLkdhbWVVcGRhdGUwARJMCglMaXN0R2FtZXMSHi5hc2NlbnNpb24udjEuTGlzdEdhbWVzUmVxdWVzdBofLmFzY2Vuc2lvbi52MS5MaXN0R2FtZXNSZXNwb25zZRJBCglHZXRSZXBsYXkSHi5hc2NlbnNpb24udjEuR2V0UmVwbGF5UmVxdWVzdBoULmFzY2Vuc2lvbi52MS5SZXBsYXkSTwoKRGVsZXRlR2FtZRIfLmFzY2Vuc2lvbi52MS5EZWxldGVHYW1lUmVxdWVzdBogLmFzY2Vuc2lvbi52MS5EZWxldGVHYW1lUmVzcG9uc2USTAoJTGlzdENhcmRzEh4uYXNjZW5zaW9uLnYxLkxpc3RDYXJkc1JlcXVlc3QaHy5hc2NlbnNpb24udjEuTGlzdENhcmRzUmVzcG9uc2USXgoPQW5hbHl6ZVBvc2l0aW9uEiQuYXNjZW5zaW9uLnYxLkFuYWx5emVQb3NpdGlvblJlcXVlc3QaJS5hc2NlbnNpb24udjEuQW5hbHl6ZVBvc2l0aW9uUmVzcG9uc2USWwoOU3VibWl0QW5hbHlzaXMSIy5hc2NlbnNpb24udjEuU3VibWl0QW5hbHlzaXNSZXF1ZXN0GiQuYXNjZW5zaW9uLnYxLlN1Ym1pdEFuYWx5c2lzUmVzcG9uc2USTQoKUmV2aWV3R2FtZRIfLmFzY2Vuc2lvbi52MS5SZXZpZXdHYW1lUmVxdWVzdBocLmFzY2Vuc2lvbi52MS5EZWNpc2lvblJldmlldzABEkMKBlJlc2lnbhIbLmFzY2Vuc2lvbi52MS5SZXNpZ25SZXF1ZXN0GhwuYXNjZW5zaW9uLnYxLlJlc2lnblJlc3BvbnNlElUKDEhhbmRPdmVyU2VhdBIhLmFzY2Vuc2lvbi52MS5IYW5kT3ZlclNlYXRSZXF1ZXN0GiIuYXNjZW5zaW9uLnYxLkhhbmRPdmVyU2VhdFJlc3BvbnNlYgZwcm90bzM", [file_ascension_v1_game]);
+  fileDesc("Chlhc2NlbnNpb24vdjEvZW5naW5lLnByb3RvEgxhc2NlbnNpb24udjEidwoLQm90U2V0dGluZ3MSDAoEbmFtZRgBIAEoCRISCgppdGVyYXRpb25zGAIgASgFEg8KB3RpbWVfbXMYAyABKAUSDAoEc2VlZBgEIAEoBBITCgtleHBsb3JhdGlvbhgFIAEoARISCgpkaWZmaWN1bHR5GAYgASgJIm0KClNlYXRDb25maWcSKQoEa2luZBgBIAEoDjIbLmFzY2Vuc2lvbi52MS5TZWF0SW5mby5LaW5kEgwKBG5hbWUYAiABKAkSJgoDYm90GAMgASgLMhkuYXNjZW5zaW9uLnYxLkJvdFNldHRpbmdzIpIBChFDcmVhdGVHYW1lUmVxdWVzdBIMCgRzZXRzGAEgASgJEicKBXNlYXRzGAIgAygLMhguYXNjZW5zaW9uLnYxLlNlYXRDb25maWcSEQoEc2VlZBgDIAEoBEgAiAEBEioKBWNsb2NrGAQgASgLMhsuYXNjZW5zaW9uLnYxLkNsb2NrU2V0dGluZ3NCBwoFX3NlZWQidQoSQ3JlYXRlR2FtZVJlc3BvbnNlEg8KB2dhbWVfaWQYASABKAkSEwoLc2VhdF90b2tlbnMYAiADKAkSEwoLYWRtaW5fdG9rZW4YAyABKAkSJAoEdmlldxgEIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldyIwCg5HZXRHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEg0KBXRva2VuGAIgASgJIjkKF0xpc3RMZWdhbEFjdGlvbnNSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkihwEKGExpc3RMZWdhbEFjdGlvbnNSZXNwb25zZRIPCgdnYW1lX2lkGAEgASgJEg8KB3ZlcnNpb24YAiABKAMSDAoEc2VhdBgDIAEoBRIPCgd0b19tb3ZlGAQgASgFEioKB2FjdGlvbnMYBSADKAsyGS5hc2NlbnNpb24udjEuTGVnYWxBY3Rpb24i8QEKE1N1Ym1pdEFjdGlvblJlcXVlc3QSDwoHZ2FtZV9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIYChBleHBlY3RlZF92ZXJzaW9uGAMgASgDEg4KBmFjdGlvbhgEIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSLQoLdmlld19kZXRhaWwYBiABKA4yGC5hc2NlbnNpb24udjEuVmlld0RldGFpbBIaChJleHBlY3RlZF9jb21taXRfaWQYByABKAkSEwoLc2VhdF90b2tlbnMYCCADKAkSFwoPZmFsbGJhY2tfcmVhc29uGAkgASgJIngKFFN1Ym1pdEFjdGlvblJlc3BvbnNlEigKBnVwZGF0ZRgBIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAiABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSEAoIcmVwbGF5ZWQYAyABKAgieQoQV2F0Y2hHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhUKDWFmdGVyX3ZlcnNpb24YAiABKAMSFwoPYWZ0ZXJfY29tbWl0X2lkGAMgASgJEg0KBXRva2VuGAQgASgJEhUKDXdpdGhfcHJlc2VuY2UYBSABKAgiTgoQTGlzdEdhbWVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRITCgthY3RpdmVfb25seRgDIAEoCCLGAQoLR2FtZVN1bW1hcnkSDwoHZ2FtZV9pZBgBIAEoCRIMCgRzZXRzGAIgASgJEg8KB3BsYXllcnMYAyABKAUSDwoHdmVyc2lvbhgEIAEoAxIPCgd0b19tb3ZlGAUgASgFEgwKBG92ZXIYBiABKAgSJQoFc2VhdHMYByADKAsyFi5hc2NlbnNpb24udjEuU2VhdEluZm8SFwoPY3JlYXRlZF91bml4X21zGAggASgDEhcKD3VwZGF0ZWRfdW5peF9tcxgJIAEoAyJWChFMaXN0R2FtZXNSZXNwb25zZRIoCgVnYW1lcxgBIAMoCzIZLmFzY2Vuc2lvbi52MS5HYW1lU3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoQR2V0UmVwbGF5UmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJIjsKClJlcGxheVN0ZXASDwoHdmVyc2lvbhgBIAEoAxIMCgRzZWF0GAIgASgFEg4KBmFjdGlvbhgDIAEoDSK+AgoGUmVwbGF5Eg8KB2dhbWVfaWQYASABKAkSDAoEc2V0cxgCIAEoCRIPCgdwbGF5ZXJzGAMgASgFEgwKBHNlZWQYBCABKAQSJwoFc3RlcHMYBSADKAsyGC5hc2NlbnNpb24udjEuUmVwbGF5U3RlcBIbChNjYXRhbG9nX2ZpbmdlcnByaW50GAYgASgJEg8KB3ZlcnNpb24YByABKAMSIwoGc2NvcmVzGAggAygLMhMuYXNjZW5zaW9uLnYxLlNjb3JlEg4KBndpbm5lchgJIAEoBRIlCgVzZWF0cxgKIAMoCzIWLmFzY2Vuc2lvbi52MS5TZWF0SW5mbxITCgtzdGFydF9zdGF0ZRgLIAEoDBIuCghwcmFjdGljZRgMIAEoCzIcLmFzY2Vuc2lvbi52MS5QcmFjdGljZU9yaWdpbiI5ChFEZWxldGVHYW1lUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhMKC2FkbWluX3Rva2VuGAIgASgJIhQKEkRlbGV0ZUdhbWVSZXNwb25zZSISChBMaXN0Q2FyZHNSZXF1ZXN0IlMKEUxpc3RDYXJkc1Jlc3BvbnNlEhsKE2NhdGFsb2dfZmluZ2VycHJpbnQYASABKAkSIQoFY2FyZHMYAiADKAsyEi5hc2NlbnNpb24udjEuQ2FyZCJLChZBbmFseXplUG9zaXRpb25SZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSEQoJYnVkZ2V0X21zGAMgASgFIpkBChFBbmFseXNpc0NhbmRpZGF0ZRIOCgZhY3Rpb24YASABKA0SDgoGdmlzaXRzGAIgASgFEhcKD3dpbl9wcm9iYWJpbGl0eRgDIAEoARITCgtkZXNjcmlwdGlvbhgEIAEoCRIeChZzZWF0X3dpbl9wcm9iYWJpbGl0aWVzGAUgAygBEhYKDnN0YW5kYXJkX2Vycm9yGAYgASgBIq0BChdBbmFseXplUG9zaXRpb25SZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEjMKCmNhbmRpZGF0ZXMYAiADKAsyHy5hc2NlbnNpb24udjEuQW5hbHlzaXNDYW5kaWRhdGUSDAoEc2VhdBgDIAEoBRIRCglidWRnZXRfbXMYBCABKAUSEgoKaXRlcmF0aW9ucxgFIAEoAxIXCg9jaGFuY2VfaXNfZ3Vlc3MYBiABKAgipAEKFVN1Ym1pdEFuYWx5c2lzUmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhMKC2FuYWx5c2lzX2lkGAIgASgJEg0KBXRva2VuGAMgASgJEjMKCmNhbmRpZGF0ZXMYBCADKAsyHy5hc2NlbnNpb24udjEuQW5hbHlzaXNDYW5kaWRhdGUSEgoKaXRlcmF0aW9ucxgFIAEoAxINCgVlcnJvchgGIAEoCSIYChZTdWJtaXRBbmFseXNpc1Jlc3BvbnNlInYKEVJldmlld0dhbWVSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSEQoEc2VhdBgDIAEoBUgAiAEBEhEKCWJ1ZGdldF9tcxgEIAEoBRISCgp3aXRoX3ZpZXdzGAUgASgIQgcKBV9zZWF0ItwECg5EZWNpc2lvblJldmlldxIPCgd2ZXJzaW9uGAEgASgDEg4KBmFjdGlvbhgCIAEoDRITCgtkZXNjcmlwdGlvbhgDIAEoCRITCgtiZXN0X2FjdGlvbhgEIAEoDRIYChBiZXN0X2Rlc2NyaXB0aW9uGAUgASgJEhcKD3dpbl9wcm9iYWJpbGl0eRgGIAEoARIcChRiZXN0X3dpbl9wcm9iYWJpbGl0eRgHIAEoARIoCgVsYWJlbBgIIAEoDjIZLmFzY2Vuc2lvbi52MS5SZXZpZXdMYWJlbBIMCgRzZWF0GAkgASgFEgwKBHR1cm4YCiABKAUSGQoRd2luX3Byb2JhYmlsaXRpZXMYCyADKAESDQoFaW5kZXgYDCABKAUSDQoFdG90YWwYDSABKAUSEQoJYnVkZ2V0X21zGA4gASgFEhIKCml0ZXJhdGlvbnMYDyABKAMSDgoGc3RvcmVkGBAgASgIEiQKBHZpZXcYESABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcSDgoGdmlzaXRzGBIgASgFEhMKC2Jlc3RfdmlzaXRzGBMgASgFEhYKDnN0YW5kYXJkX2Vycm9yGBQgASgBEhsKE2Jlc3Rfc3RhbmRhcmRfZXJyb3IYFSABKAESFQoNdW5kZXJzZWFyY2hlZBgWIAEoCBITCgtleHBsYW5hdGlvbhgXIAEoCRIzCgpjYW5kaWRhdGVzGBggAygLMh8uYXNjZW5zaW9uLnYxLkFuYWx5c2lzQ2FuZGlkYXRlEhcKD2NoYW5jZV9pc19ndWVzcxgZIAEoCCIvCg1SZXNpZ25SZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkiYAoOUmVzaWduUmVzcG9uc2USKAoGdXBkYXRlGAEgASgLMhguYXNjZW5zaW9uLnYxLkdhbWVVcGRhdGUSJAoEdmlldxgCIAEoCzIWLmFzY2Vuc2lvbi52MS5HYW1lVmlldyKMAQoPUHJhY3RpY2VSZXF1ZXN0Eg8KB2dhbWVfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSEQoEc2VhdBgDIAEoBUgAiAEBEg8KB3ZlcnNpb24YBCABKAMSLAoJb3Bwb25lbnRzGAUgASgLMhkuYXNjZW5zaW9uLnYxLkJvdFNldHRpbmdzQgcKBV9zZWF0IoABChBQcmFjdGljZVJlc3BvbnNlEg8KB2dhbWVfaWQYASABKAkSEgoKc2VhdF90b2tlbhgCIAEoCRITCgthZG1pbl90b2tlbhgDIAEoCRIMCgRzZWF0GAQgASgFEiQKBHZpZXcYBSABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcibwoTSGFuZE92ZXJTZWF0UmVxdWVzdBIPCgdnYW1lX2lkGAEgASgJEhMKC2FkbWluX3Rva2VuGAIgASgJEgwKBHNlYXQYAyABKAUSJAoCdG8YBCABKAsyGC5hc2NlbnNpb24udjEuU2VhdENvbmZpZyJ6ChRIYW5kT3ZlclNlYXRSZXNwb25zZRISCgpzZWF0X3Rva2VuGAEgASgJEigKBnVwZGF0ZRgCIAEoCzIYLmFzY2Vuc2lvbi52MS5HYW1lVXBkYXRlEiQKBHZpZXcYAyABKAsyFi5hc2NlbnNpb24udjEuR2FtZVZpZXcqQQoKVmlld0RldGFpbBIUChBWSUVXX0RFVEFJTF9GVUxMEAASHQoZVklFV19ERVRBSUxfTEVHQUxfQUNUSU9OUxABKqoBCgtSZXZpZXdMYWJlbBIcChhSRVZJRVdfTEFCRUxfVU5TUEVDSUZJRUQQABIVChFSRVZJRVdfTEFCRUxfQkVTVBABEhUKEVJFVklFV19MQUJFTF9HT09EEAISGwoXUkVWSUVXX0xBQkVMX0lOQUNDVVJBQ1kQAxIYChRSRVZJRVdfTEFCRUxfTUlTVEFLRRAEEhgKFFJFVklFV19MQUJFTF9CTFVOREVSEAUyyAkKBkVuZ2luZRJPCgpDcmVhdGVHYW1lEh8uYXNjZW5zaW9uLnYxLkNyZWF0ZUdhbWVSZXF1ZXN0GiAuYXNjZW5zaW9uLnYxLkNyZWF0ZUdhbWVSZXNwb25zZRI/CgdHZXRHYW1lEhwuYXNjZW5zaW9uLnYxLkdldEdhbWVSZXF1ZXN0GhYuYXNjZW5zaW9uLnYxLkdhbWVWaWV3EmEKEExpc3RMZWdhbEFjdGlvbnMSJS5hc2NlbnNpb24udjEuTGlzdExlZ2FsQWN0aW9uc1JlcXVlc3QaJi5hc2NlbnNpb24udjEuTGlzdExlZ2FsQWN0aW9uc1Jlc3BvbnNlElUKDFN1Ym1pdEFjdGlvbhIhLmFzY2Vuc2lvbi52MS5TdWJtaXRBY3Rpb25SZXF1ZXN0GiIuYXNjZW5zaW9uLnYxLlN1Ym1pdEFjdGlvblJlc3BvbnNlEkcKCVdhdGNoR2FtZRIeLmFzY2Vuc2lvbi52MS5XYXRjaEdhbWVSZXF1ZXN0GhguYXNjZW5zaW9uLnYxLkdhbWVVcGRhdGUwARJMCglMaXN0R2FtZXMSHi5hc2NlbnNpb24udjEuTGlzdEdhbWVzUmVxdWVzdBofLmFzY2Vuc2lvbi52MS5MaXN0R2FtZXNSZXNwb25zZRJBCglHZXRSZXBsYXkSHi5hc2NlbnNpb24udjEuR2V0UmVwbGF5UmVxdWVzdBoULmFzY2Vuc2lvbi52MS5SZXBsYXkSTwoKRGVsZXRlR2FtZRIfLmFzY2Vuc2lvbi52MS5EZWxldGVHYW1lUmVxdWVzdBogLmFzY2Vuc2lvbi52MS5EZWxldGVHYW1lUmVzcG9uc2USTAoJTGlzdENhcmRzEh4uYXNjZW5zaW9uLnYxLkxpc3RDYXJkc1JlcXVlc3QaHy5hc2NlbnNpb24udjEuTGlzdENhcmRzUmVzcG9uc2USXgoPQW5hbHl6ZVBvc2l0aW9uEiQuYXNjZW5zaW9uLnYxLkFuYWx5emVQb3NpdGlvblJlcXVlc3QaJS5hc2NlbnNpb24udjEuQW5hbHl6ZVBvc2l0aW9uUmVzcG9uc2USWwoOU3VibWl0QW5hbHlzaXMSIy5hc2NlbnNpb24udjEuU3VibWl0QW5hbHlzaXNSZXF1ZXN0GiQuYXNjZW5zaW9uLnYxLlN1Ym1pdEFuYWx5c2lzUmVzcG9uc2USTQoKUmV2aWV3R2FtZRIfLmFzY2Vuc2lvbi52MS5SZXZpZXdHYW1lUmVxdWVzdBocLmFzY2Vuc2lvbi52MS5EZWNpc2lvblJldmlldzABEkMKBlJlc2lnbhIbLmFzY2Vuc2lvbi52MS5SZXNpZ25SZXF1ZXN0GhwuYXNjZW5zaW9uLnYxLlJlc2lnblJlc3BvbnNlElUKDEhhbmRPdmVyU2VhdBIhLmFzY2Vuc2lvbi52MS5IYW5kT3ZlclNlYXRSZXF1ZXN0GiIuYXNjZW5zaW9uLnYxLkhhbmRPdmVyU2VhdFJlc3BvbnNlElEKEFByYWN0aWNlRnJvbUhlcmUSHS5hc2NlbnNpb24udjEuUHJhY3RpY2VSZXF1ZXN0Gh4uYXNjZW5zaW9uLnYxLlByYWN0aWNlUmVzcG9uc2ViBnByb3RvMw", [file_ascension_v1_game]);
 
 /**
  * Settings of the bot playing an AI seat.
@@ -698,6 +698,21 @@ export type Replay = Message<"ascension.v1.Replay"> & {
    * @generated from field: repeated ascension.v1.SeatInfo seats = 10;
    */
   seats: SeatInfo[];
+
+  /**
+   * A practice game does not start from its seed: the rules' serialization of its first
+   * state (engine_service.rules.serialize), where the steps start; empty for other games
+   *
+   * @generated from field: bytes start_state = 11;
+   */
+  startState: Uint8Array;
+
+  /**
+   * set in a practice game
+   *
+   * @generated from field: ascension.v1.PracticeOrigin practice = 12;
+   */
+  practice?: PracticeOrigin | undefined;
 };
 
 /**
@@ -904,6 +919,14 @@ export type AnalyzePositionResponse = Message<"ascension.v1.AnalyzePositionRespo
    * @generated from field: int64 iterations = 5;
    */
   iterations: bigint;
+
+  /**
+   * true early in the game (less than a third of the Honor pool taken): the chances are an
+   * estimate, not yet a forecast (docs/bots.md, "Where a chance is still a guess")
+   *
+   * @generated from field: bool chance_is_guess = 6;
+   */
+  chanceIsGuess: boolean;
 };
 
 /**
@@ -1205,6 +1228,14 @@ export type DecisionReview = Message<"ascension.v1.DecisionReview"> & {
    * @generated from field: repeated ascension.v1.AnalysisCandidate candidates = 24;
    */
   candidates: AnalysisCandidate[];
+
+  /**
+   * true early in the game (less than a third of the Honor pool taken): the chances are an
+   * estimate, not yet a forecast (docs/bots.md, "Where a chance is still a guess")
+   *
+   * @generated from field: bool chance_is_guess = 25;
+   */
+  chanceIsGuess: boolean;
 };
 
 /**
@@ -1265,6 +1296,104 @@ export const ResignResponseSchema: GenMessage<ResignResponse> = /*@__PURE__*/
   messageDesc(file_ascension_v1_engine, 28);
 
 /**
+ * @generated from message ascension.v1.PracticeRequest
+ */
+export type PracticeRequest = Message<"ascension.v1.PracticeRequest"> & {
+  /**
+   * the game the practice starts from
+   *
+   * @generated from field: string game_id = 1;
+   */
+  gameId: string;
+
+  /**
+   * as ReviewGameRequest.token
+   *
+   * @generated from field: string token = 2;
+   */
+  token: string;
+
+  /**
+   * the seat practised; unset = the token's seat (required with the
+   *
+   * @generated from field: optional int32 seat = 3;
+   */
+  seat?: number | undefined;
+
+  /**
+   * admin token or an operator key)
+   *
+   * a version the seat was to move at (e.g. DecisionReview.version);
+   *
+   * @generated from field: int64 version = 4;
+   */
+  version: bigint;
+
+  /**
+   * 0 = the game's current version
+   * The bot of every other seat; unset = an AI seat keeps its bot, a human seat gets the
+   * "normal" level
+   *
+   * @generated from field: ascension.v1.BotSettings opponents = 5;
+   */
+  opponents?: BotSettings | undefined;
+};
+
+/**
+ * Describes the message ascension.v1.PracticeRequest.
+ * Use `create(PracticeRequestSchema)` to create a new message.
+ */
+export const PracticeRequestSchema: GenMessage<PracticeRequest> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 29);
+
+/**
+ * @generated from message ascension.v1.PracticeResponse
+ */
+export type PracticeResponse = Message<"ascension.v1.PracticeResponse"> & {
+  /**
+   * the new game
+   *
+   * @generated from field: string game_id = 1;
+   */
+  gameId: string;
+
+  /**
+   * the practising seat's token in it
+   *
+   * @generated from field: string seat_token = 2;
+   */
+  seatToken: string;
+
+  /**
+   * the new game's admin token
+   *
+   * @generated from field: string admin_token = 3;
+   */
+  adminToken: string;
+
+  /**
+   * the practising seat (its number in both games)
+   *
+   * @generated from field: int32 seat = 4;
+   */
+  seat: number;
+
+  /**
+   * the new game as that seat sees it (version 1); view.practice says
+   *
+   * @generated from field: ascension.v1.GameView view = 5;
+   */
+  view?: GameView | undefined;
+};
+
+/**
+ * Describes the message ascension.v1.PracticeResponse.
+ * Use `create(PracticeResponseSchema)` to create a new message.
+ */
+export const PracticeResponseSchema: GenMessage<PracticeResponse> = /*@__PURE__*/
+  messageDesc(file_ascension_v1_engine, 30);
+
+/**
  * @generated from message ascension.v1.HandOverSeatRequest
  */
 export type HandOverSeatRequest = Message<"ascension.v1.HandOverSeatRequest"> & {
@@ -1300,7 +1429,7 @@ export type HandOverSeatRequest = Message<"ascension.v1.HandOverSeatRequest"> & 
  * Use `create(HandOverSeatRequestSchema)` to create a new message.
  */
 export const HandOverSeatRequestSchema: GenMessage<HandOverSeatRequest> = /*@__PURE__*/
-  messageDesc(file_ascension_v1_engine, 29);
+  messageDesc(file_ascension_v1_engine, 31);
 
 /**
  * @generated from message ascension.v1.HandOverSeatResponse
@@ -1333,7 +1462,7 @@ export type HandOverSeatResponse = Message<"ascension.v1.HandOverSeatResponse"> 
  * Use `create(HandOverSeatResponseSchema)` to create a new message.
  */
 export const HandOverSeatResponseSchema: GenMessage<HandOverSeatResponse> = /*@__PURE__*/
-  messageDesc(file_ascension_v1_engine, 30);
+  messageDesc(file_ascension_v1_engine, 32);
 
 /**
  * How much of the acting seat's view SubmitAction answers with.
@@ -1570,6 +1699,24 @@ export const Engine: GenService<{
     methodKind: "unary";
     input: typeof HandOverSeatRequestSchema;
     output: typeof HandOverSeatResponseSchema;
+  },
+  /**
+   * Practice from here: a new game that starts at a decision of a seat (a version at which
+   * that seat was to move), its player against bots. The cards that seat could not see then
+   * (the order of its own deck, the other seats' hands and decks, the center deck, the
+   * Treasure Bag) are dealt again at random from what it knew (docs/rules-notes.md, "Practice
+   * from here"): the new game tells nothing the seat did not know. Who may ask: as
+   * ReviewGame (a seat's token for its own seat; the admin token or an operator key for any
+   * seat once the game is over). Limited per caller (ENGINE_PRACTICE_PER_MINUTE:
+   * RESOURCE_EXHAUSTED, RATE_LIMITED) and by the live-game cap; FAILED_PRECONDITION
+   * (NOT_A_DECISION) when the seat was not to move at that version.
+   *
+   * @generated from rpc ascension.v1.Engine.PracticeFromHere
+   */
+  practiceFromHere: {
+    methodKind: "unary";
+    input: typeof PracticeRequestSchema;
+    output: typeof PracticeResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ascension_v1_engine, 0);
