@@ -34,6 +34,7 @@ from rich.table import Table
 from clients import bots_runner
 from clients.embedded import EmbeddedEngine, EngineStartError
 from clients.sdk import DIFFICULTIES, TLS, AscensionError, Client, bot, human, parse_invitation
+from clients.sdk.review import key_moments
 from clients.sdk.tls import TlsFilesError, operator_key_from_env, reload_seconds_from_env
 from clients.sdk.types import SETS
 from clients.web import client_address, hosts
@@ -48,6 +49,7 @@ examples:
   ascension watch GAME --address HOST:PORT      # spectate
   ascension bots --games 20 --bots ismcts,heuristic
   ascension review GAME --address HOST:PORT --token T   # your decisions, rated
+  ascension practice GAME --address HOST:PORT --token T --version V   # replay a decision
   ascension web                                 # play and watch in a browser
 Without --address (or ASCENSION_ADDRESS), play, bots and web start `ascension-engine serve` with
 its embedded defaults (no Redis, no Celery) and stop it on exit. Guide: docs/clients.md"""
@@ -290,6 +292,26 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: the engine's, 250 ms; it caps it)")  # fmt: skip
     _connection_flags(rev)
 
+    prac = sub.add_parser(
+        "practice", help="play on from one of your decisions in a game, against bots",
+        description="Start a new game at a decision of a seat (--version: one at which the "
+        "seat was to move, as `ascension review` lists them; default: now) and play it in the "
+        "terminal against bots. The cards the seat could not see then are dealt again at "
+        "random: the new game tells nothing more than the seat knew.",
+    )  # fmt: skip
+    prac.add_argument("game", metavar="GAME", help="the game id")
+    prac.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
+    prac.add_argument("--token", default="", help="your seat token in GAME")
+    prac.add_argument("--admin-token", default="", help="the game's admin token (any seat, "
+                      "once the game is over)")  # fmt: skip
+    prac.add_argument("--seat", type=int, default=None, help="seat to practise, 1-based "
+                      "(default: the token's)")  # fmt: skip
+    prac.add_argument("--version", type=int, default=0, help="the decision's version (default: "
+                      "the game's current one)")  # fmt: skip
+    _difficulty_flag(prac)
+    prac.add_argument("--no-clear", action="store_true", help="do not clear the screen each turn")
+    _connection_flags(prac)
+
     games = sub.add_parser("games", help="list the games on an engine")
     games.add_argument("--address", default=_address_default(), help="engine address HOST:PORT")
     games.add_argument("--active", action="store_true", help="only games not over")
@@ -486,21 +508,73 @@ def cmd_review(args: argparse.Namespace, console: Console) -> int:
     token = args.token or args.admin_token
     seat = None if args.seat is None else args.seat - 1
     with _client(args, args.address, False) as client:
-        show_review(client, console, args.game, token, seat, args.budget_ms)
+        reviews = show_review(client, console, args.game, token, seat, args.budget_ms)
+    moments = key_moments(reviews)
+    if moments:  # (one line each, never wrapped: a copy of it is the whole command)
+        console.print("Practise from a key moment against the bots:")
+        who = f"--token {args.token}" if args.token else f"--admin-token {args.admin_token}"
+        if args.seat is not None:
+            who += f" --seat {args.seat}"
+        for r in moments:
+            console.print(f"ascension practice {args.game} --address {args.address} {who} "
+                          f"--version {r.version}", soft_wrap=True, markup=False,
+                          highlight=False)  # fmt: skip
     return 0
 
 
+def cmd_practice(args: argparse.Namespace, console: Console) -> int:
+    if not args.address:
+        console.print("[red]practice needs --address (or ASCENSION_ADDRESS): the engine of the "
+                      "game.[/]")  # fmt: skip
+        return 2
+    token = args.token or args.admin_token
+    seat = None if args.seat is None else args.seat - 1
+    opponents = bot(difficulty=args.difficulty) if args.difficulty else None
+    with _client(args, args.address, False) as client:
+        try:
+            p = client.practice(args.game, token, args.version, seat=seat, opponents=opponents)
+        except AscensionError as e:
+            console.print(f"[red]No practice game: {e}[/]")
+            return 1
+    console.print(f"Practice game {p.game_id}: from turn {p.from_turn} of game {p.from_game}, "
+                  "the cards you could not see dealt again.")  # fmt: skip
+    play = build_parser().parse_args(["play"])
+    vars(play).update({k: v for k, v in vars(args).items() if k in vars(play)})
+    play.command, play.game, play.token = "play", p.game_id, p.token
+    return cmd_play(play, console)
+
+
 def offer_review(client: Client, console: Console, game_id: str, token: str) -> None:
-    """At the end of a game played at the terminal: ask whether to review it, and do."""
-    from clients.terminal.play import read_line
+    """At the end of a game played at the terminal: ask whether to review it, and do; then
+    offer to practise from one of its key moments."""
+    from clients.terminal.play import PlaySession, read_line
     from clients.terminal.review import show_review
 
     try:
         answer = read_line(console, "Review your decisions with the engine's search? (y/N) ")
     except EOFError:
         return
-    if answer.strip().lower() in ("y", "yes"):
-        show_review(client, console, game_id, token)
+    if answer.strip().lower() not in ("y", "yes"):
+        return
+    moments = key_moments(show_review(client, console, game_id, token))
+    if not moments:
+        return
+    try:
+        answer = read_line(console, f"Practise from a key moment against the bots? "
+                                    f"(1-{len(moments)}, or N) ")  # fmt: skip
+    except EOFError:
+        return
+    pick = answer.strip()
+    if not (pick.isdigit() and 1 <= int(pick) <= len(moments)):
+        return
+    try:
+        p = client.practice(game_id, token, moments[int(pick) - 1].version)
+    except AscensionError as e:
+        console.print(f"[red]No practice game: {e}[/]")
+        return
+    about = f"Practice from turn {p.from_turn} of game {game_id}: unseen cards dealt again."
+    console.print(about)
+    PlaySession(client, console, p.game_id, p.token, about=about).run()
 
 
 def cmd_games(args: argparse.Namespace, console: Console) -> int:
@@ -597,7 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, _raise_interrupt)
     commands = {
         "play": cmd_play, "join": cmd_join, "watch": cmd_watch, "bots": cmd_bots, "games": cmd_games, "web": cmd_web,
-        "review": cmd_review,
+        "review": cmd_review, "practice": cmd_practice,
     }  # fmt: skip
     try:
         return commands[args.command](args, console)

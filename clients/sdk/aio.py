@@ -86,7 +86,7 @@ class _AioStub(Protocol):
     ReviewGame: _ReviewStreaming
     Resign: _Unary[engine_pb2.ResignRequest, engine_pb2.ResignResponse]
     HandOverSeat: _Unary[engine_pb2.HandOverSeatRequest, engine_pb2.HandOverSeatResponse]
-    PracticeFromHere: _Unary[engine_pb2.PracticeRequest, engine_pb2.PracticeResponse]
+    PracticeFromHere: _Unary[engine_pb2.PracticeFromHereRequest, engine_pb2.PracticeFromHereResponse]
 
 
 class AsyncClient:
@@ -337,7 +337,7 @@ class AsyncClient:
         plays the new game). Not retried by itself (each call makes a game)."""
         req = practice_request(game_id, token, version, seat, opponents)
         metadata = self._operator if not token else None
-        resp: engine_pb2.PracticeResponse = await self._call(
+        resp: engine_pb2.PracticeFromHereResponse = await self._call(
             lambda: self._stub.PracticeFromHere(req, timeout=self.timeout, metadata=metadata),
             transient_retries=0,
         )

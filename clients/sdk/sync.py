@@ -351,7 +351,7 @@ class Client:
         plays the new game). Not retried by itself (each call makes a game)."""
         req = practice_request(game_id, token, version, seat, opponents)
         metadata = self._operator if not token else None
-        resp: engine_pb2.PracticeResponse = self._call(
+        resp: engine_pb2.PracticeFromHereResponse = self._call(
             lambda: self._stub.PracticeFromHere(req, timeout=self.timeout, metadata=metadata),
             transient_retries=0,
         )

@@ -205,7 +205,7 @@ class PracticeGame:
     from_turn: int
 
     @staticmethod
-    def from_proto(r: engine_pb2.PracticeResponse) -> PracticeGame:
+    def from_proto(r: engine_pb2.PracticeFromHereResponse) -> PracticeGame:
         o = r.view.practice
         return PracticeGame(r.game_id, r.seat, r.seat_token, r.admin_token, r.view,
                             o.game_id, o.version, o.turn)  # fmt: skip
@@ -213,8 +213,8 @@ class PracticeGame:
 
 def practice_request(
     game_id: str, token: str, version: int, seat: int | None, opponents: SeatSpec | BotSpec | None
-) -> engine_pb2.PracticeRequest:
-    req = engine_pb2.PracticeRequest(game_id=game_id, token=token, version=version)
+) -> engine_pb2.PracticeFromHereRequest:
+    req = engine_pb2.PracticeFromHereRequest(game_id=game_id, token=token, version=version)
     if seat is not None:
         req.seat = seat
     spec = opponents.bot if isinstance(opponents, SeatSpec) else opponents

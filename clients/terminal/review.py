@@ -44,7 +44,8 @@ def decision_line(r: DecisionReview, width: int, players: int = 2) -> Text:
     t.append(f"Round {(max(r.turn, 1) - 1) // max(players, 1) + 1:<3}", style="dim")
     t.append(f"{LABEL_MARK[r.label]:>2} {r.label.title:<11}", style=LABEL_STYLE[r.label])
     t.append(r.description)
-    t.append(f"  {percent(r.win_probability)}", style="bold")
+    # (early in the game a chance is an estimate, not yet a forecast: "~", and the legend)
+    t.append(f"  {'~' if r.chance_is_guess else ''}{percent(r.win_probability)}", style="bold")
     if r.standard_error:
         t.append(f" ±{percent(r.standard_error)}", style="dim")
     if r.undersearched:
@@ -107,8 +108,10 @@ def summary(reviews: list[DecisionReview], view: GameView, me: int, width: int =
     moments = key_moments(reviews)
     if moments:
         lines.append(Text("Key moments:", style="bold"))
-        for r in moments:
-            lines.append(decision_line(r, width, len(view.seat_info) or 2))
+        for i, r in enumerate(moments, 1):
+            line = Text(f"{i}. ", style="bold")
+            line.append_text(decision_line(r, width, len(view.seat_info) or 2))
+            lines.append(line)
     return lines
 
 
@@ -130,7 +133,8 @@ def show_review(
     who = "your" if reviewed == me else f"{seat_name(view, reviewed, me)}'s"
     console.print(Text(f"Review of {who} decisions in game {game_id}", style="bold"))
     console.print(Text("Each rated by a search of what was known then; the chances are the "
-                       "search's estimates of winning after the move.", style="dim"))  # fmt: skip
+                       "search's estimates of winning after the move (~: early in the game, "
+                       "an estimate, not yet a forecast).", style="dim"))  # fmt: skip
     reviews: list[DecisionReview] = []
     with console.status("Rating the first decision…") as status:
         for r in client.review(game_id, token, seat, budget_ms):

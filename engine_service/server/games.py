@@ -297,13 +297,13 @@ class Games:
 
     async def practice(
         self, start: rules.State, seed: int, seats: tuple[Seat, ...], origin: Origin, sets: str
-    ) -> epb.PracticeResponse:
+    ) -> epb.PracticeFromHereResponse:
         """A new game from ``start`` (a practice game: PracticeFromHere, practice.py), the
         origin's seat human and the other seats ``seats``' bots; no clocks."""
         meta = GameMeta(sets, len(seats), seed, seats, (), "", 0, None,
                         rules.serialize(start), origin)  # fmt: skip
         game_id, meta, seat_tokens, admin_token, _ = await self._open(start, meta)
-        resp = epb.PracticeResponse(
+        resp = epb.PracticeFromHereResponse(
             game_id=game_id,
             seat_token=seat_tokens[origin.seat],
             admin_token=admin_token,

@@ -65,7 +65,7 @@ class Practices:
         self.games = games
         self.access = access
 
-    async def start(self, req: epb.PracticeRequest, context: Any) -> epb.PracticeResponse:
+    async def start(self, req: epb.PracticeFromHereRequest, context: Any) -> epb.PracticeFromHereResponse:
         validate.game_id(req.game_id)
         validate.token(req.token)
         if req.version < 0:

@@ -254,8 +254,8 @@ class EngineService:
 
     @unary("PracticeFromHere")
     async def PracticeFromHere(
-        self, request: epb.PracticeRequest, context: Any
-    ) -> epb.PracticeResponse:
+        self, request: epb.PracticeFromHereRequest, context: Any
+    ) -> epb.PracticeFromHereResponse:
         if self.limits.practice is not None:
             self.limits.practice.take(self.callers.key(context))
         if self._live_games is not None:

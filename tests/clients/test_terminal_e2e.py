@@ -76,6 +76,15 @@ def test_play_a_whole_game_against_a_bot(bot_name: str, monkeypatch: pytest.Monk
         term.send("y" if reviewed else "n")
         if reviewed:
             term.expect(["Win chance over the game:"], timeout=60)
+            # then a practice game from the first key moment: the same engine, the same seat
+            term.expect([r"Practise from a key moment against the bots\? \(1-\d, or N\) "],
+                        timeout=30)  # fmt: skip
+            term.send("1")
+            term.expect(["Practice from turn"], timeout=30)
+            term.expect([PROMPT], timeout=60)
+            term.send("q")
+            term.expect([CONFIRM], timeout=30)  # leaving asks first
+            term.send("y")
         code = term.wait_exit()
     finally:
         term.kill()

@@ -117,7 +117,7 @@ def test_practice_starts_at_the_decision_with_what_the_seat_knew_and_no_more(
 def test_a_practice_game_plays_on_replays_and_is_reviewed_from_its_first_state(
     client: Client,
 ) -> None:
-    g, s, log = play(client, SEED + 1, sets="both", turns=3)
+    g, _, log = play(client, SEED + 1, sets="both", turns=3)
     states = states_of(SEED + 1, log, sets="both")
     v = decision_of(states, log, 1, 2)
     p = client.practice(g.game_id, g.token(1), v, opponents=bot("heuristic"))
@@ -155,7 +155,7 @@ def test_a_practice_game_plays_on_replays_and_is_reviewed_from_its_first_state(
 
 
 def test_who_may_practise_and_what_is_refused(client: Client) -> None:
-    g, s, log = play(client, SEED + 2, turns=3)
+    g, _, log = play(client, SEED + 2, turns=3)
     states = states_of(SEED + 2, log)
     v0 = decision_of(states, log, 0, 1)
     v1 = decision_of(states, log, 1, 1)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from clients.sdk import Client, accuracy
-from tests.clients.tty import ascension_command, plain
+from tests.clients.tty import PROMPT, Terminal, ascension_command, plain
 from tests.review.support import ITERATIONS, play
 from tests.service import support
 
@@ -65,8 +65,29 @@ def test_review_prints_every_rated_decision_and_the_win_chance(engine: support.E
     assert re.search(r"Best \d+ · Good \d+ · Inaccuracy \d+ · Mistake \d+ · Blunder \d+", tail)
     acc = accuracy(expected)
     assert acc is not None and f"Accuracy {acc:.0f}%" in tail
-    moments = [ln for ln in tail.split("Key moments:", 1)[1].splitlines() if ln.startswith("Round")]
+    moments = [ln for ln in tail.split("Key moments:", 1)[1].splitlines()
+               if re.match(r"\d\. Round", ln)]  # fmt: skip
     assert len(moments) == min(3, len(expected))
+    # Early chances are marked as estimates ("~"), the later ones not.
+    for line, r in zip(lines, expected, strict=True):
+        assert (f"~{round(100 * r.win_probability)}%" in line) == r.chance_is_guess
+    assert any(r.chance_is_guess for r in expected)  # (10 turns: the first third of a game)
+    # Each key moment with the command that practises from it; that command plays from there.
+    commands = re.findall(r"^ascension practice .*$", tail, re.M)
+    assert len(commands) == len(moments)
+    versions = [int(c.rsplit("--version ", 1)[1]) for c in commands]
+    assert set(versions) <= {r.version for r in expected}
+    term = Terminal([*commands[0].split()[1:], "--no-clear"])
+    try:
+        term.expect([PROMPT], timeout=90)
+        turn = next(r.turn for r in expected if r.version == versions[0])
+        assert f"from turn {turn} of game {g.game_id}" in " ".join(term.output.split())
+        term.send("q")
+        term.expect([r"\(y/n\)"], timeout=30)  # leaving asks first
+        term.send("y")
+        assert term.wait_exit(60) == 0
+    finally:
+        term.kill()
 
 
 def test_review_says_what_is_refused(engine: support.Engine) -> None:

@@ -5,8 +5,8 @@ thousand cases, deterministic) and benchmarks/fuzz.py (longer, random, bounded i
 
 Invariants: every answer is a status the API documents (never UNKNOWN or INTERNAL), nothing is
 logged at ERROR and no traceback at all, a game changes only by an accepted SubmitAction (or
-goes by an accepted DeleteGame; CreateGame adds one), and every game replays from its seed and
-action log to the state the store holds.
+goes by an accepted DeleteGame; CreateGame and PracticeFromHere add one), and every game replays
+from its seed (or a practice game's first state) and action log to the state the store holds.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class Harness:
             return True  # deleted meanwhile
         log = self.run(self.store.action_log(game_id))
         meta = GameMeta.decode(rec.meta)
-        s = rules.new_game(rules.GameConfig(sets=meta.sets, players=meta.players, seed=meta.seed))
+        s = meta.first_state()  # (a practice game's is kept in its metadata)
         for _seat, action in log:
             if not seats.is_table_action(action):  # (a resignation, a hand-over: no cards)
                 rules.apply(s, action)
@@ -343,7 +343,8 @@ class Checker:
                     stream.cancel()
             else:
                 raw = self.h.channel.unary_unary(path)(payload, timeout=10)
-                if method in ("CreateGame", "SubmitAction", "DeleteGame", "Resign", "HandOverSeat"):
+                if method in ("CreateGame", "SubmitAction", "DeleteGame", "Resign", "HandOverSeat",
+                              "PracticeFromHere"):  # fmt: skip
                     self._accepted(method, _class(m.input_type.name).FromString(payload),
                                    _class(m.output_type.name).FromString(raw))  # fmt: skip
         except grpc.RpcError as e:
@@ -362,6 +363,10 @@ class Checker:
     def _accepted(self, method: str, req: Any, resp: Any) -> None:
         if method == "CreateGame":
             self.known.learn_game(resp)
+            self.expected[resp.game_id] = 1
+        elif method == "PracticeFromHere":  # (a new game, from another's decision)
+            self.known.game_ids.append(resp.game_id)
+            self.known.tokens.extend((resp.seat_token, resp.admin_token))
             self.expected[resp.game_id] = 1
         elif method == "SubmitAction":
             self.expected[req.game_id] = resp.view.version

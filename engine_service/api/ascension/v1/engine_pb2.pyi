@@ -412,7 +412,7 @@ class ResignResponse(_message.Message):
     view: _game_pb2.GameView
     def __init__(self, update: _Optional[_Union[_game_pb2.GameUpdate, _Mapping]] = ..., view: _Optional[_Union[_game_pb2.GameView, _Mapping]] = ...) -> None: ...
 
-class PracticeRequest(_message.Message):
+class PracticeFromHereRequest(_message.Message):
     __slots__ = ("game_id", "token", "seat", "version", "opponents")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -426,7 +426,7 @@ class PracticeRequest(_message.Message):
     opponents: BotSettings
     def __init__(self, game_id: _Optional[str] = ..., token: _Optional[str] = ..., seat: _Optional[int] = ..., version: _Optional[int] = ..., opponents: _Optional[_Union[BotSettings, _Mapping]] = ...) -> None: ...
 
-class PracticeResponse(_message.Message):
+class PracticeFromHereResponse(_message.Message):
     __slots__ = ("game_id", "seat_token", "admin_token", "seat", "view")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     SEAT_TOKEN_FIELD_NUMBER: _ClassVar[int]

@@ -108,8 +108,8 @@ class EngineStub:
                 _registered_method=True)
         self.PracticeFromHere = channel.unary_unary(
                 '/ascension.v1.Engine/PracticeFromHere',
-                request_serializer=ascension_dot_v1_dot_engine__pb2.PracticeRequest.SerializeToString,
-                response_deserializer=ascension_dot_v1_dot_engine__pb2.PracticeResponse.FromString,
+                request_serializer=ascension_dot_v1_dot_engine__pb2.PracticeFromHereRequest.SerializeToString,
+                response_deserializer=ascension_dot_v1_dot_engine__pb2.PracticeFromHereResponse.FromString,
                 _registered_method=True)
 
 
@@ -323,8 +323,8 @@ def add_EngineServicer_to_server(servicer, server):
             ),
             'PracticeFromHere': grpc.unary_unary_rpc_method_handler(
                     servicer.PracticeFromHere,
-                    request_deserializer=ascension_dot_v1_dot_engine__pb2.PracticeRequest.FromString,
-                    response_serializer=ascension_dot_v1_dot_engine__pb2.PracticeResponse.SerializeToString,
+                    request_deserializer=ascension_dot_v1_dot_engine__pb2.PracticeFromHereRequest.FromString,
+                    response_serializer=ascension_dot_v1_dot_engine__pb2.PracticeFromHereResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -730,8 +730,8 @@ class Engine:
             request,
             target,
             '/ascension.v1.Engine/PracticeFromHere',
-            ascension_dot_v1_dot_engine__pb2.PracticeRequest.SerializeToString,
-            ascension_dot_v1_dot_engine__pb2.PracticeResponse.FromString,
+            ascension_dot_v1_dot_engine__pb2.PracticeFromHereRequest.SerializeToString,
+            ascension_dot_v1_dot_engine__pb2.PracticeFromHereResponse.FromString,
             options,
             channel_credentials,
             insecure,
