@@ -37,7 +37,7 @@ from ai_workers.bots.specs import make_bot, parse_spec  # noqa: E402
 from engine_service import rules  # noqa: E402
 from engine_service.api.ascension.v1 import engine_pb2 as epb  # noqa: E402
 from engine_service.server import review  # noqa: E402
-from engine_service.server.analysis import ANALYSIS_SEED  # noqa: E402
+from engine_service.server.analysis import ANALYSIS_SEED, _answer_of_result  # noqa: E402
 
 NAMES = ("BEST", "GOOD", "INACCURACY", "MISTAKE", "BLUNDER")
 # Other threshold sets shown beside the server's: (GOOD below, INACCURACY below, MISTAKE below)
@@ -77,25 +77,34 @@ def review_game(specs: list[str], seed: int, sets: str, iterations: int) -> list
         view = rules.view(s, p)
         action = bots[p].choose(view, legal, settings[p])
         if review.real_choice(s, legal, action):
+            # rated as ReviewGame rates it (review.rated: the noise rule, the unspent rule)
             out = analyse_view(view, legal, 0, iterations, ANALYSIS_SEED)
-            cands = out["candidates"]
-            p_of = {int(a): float(wp) for a, _, wp, *_ in cands}
-            best, p_best = int(cands[0][0]), float(cands[0][2])
-            p_mine = p_of.get(action, min(p_of.values()))
-            label = review.label(action, best, p_mine, p_best)
+            described = {a: rules.describe_action(s, a) for a in legal}
+            d = review.Decision(0, s.turn, action, legal, view, described, s)
+            r = review.rated(d, _answer_of_result(out), p, 0)
+            focus = review.to_focus(r)
+            if focus is not None:  # (searched again, the two alone: as ReviewGame does)
+                again = analyse_view(view, focus, 0, iterations, ANALYSIS_SEED)
+                r = review.rated(d, _answer_of_result(out), p, 0, _answer_of_result(again))
+            best = r.label == epb.REVIEW_LABEL_BEST
             rows.append({
                 "bot": specs[p],
-                "drop": 0.0 if label == epb.REVIEW_LABEL_BEST else p_best - p_mine,
-                "best": label == epb.REVIEW_LABEL_BEST,
-                "label": epb.ReviewLabel.Name(label).removeprefix("REVIEW_LABEL_"),
+                "drop": 0.0 if best else max(0.0, r.best_win_probability - r.win_probability),
+                "best": best,
+                "label": epb.ReviewLabel.Name(r.label).removeprefix("REVIEW_LABEL_"),
+                "undersearched": r.undersearched,
                 "turn": s.turn,
             })  # fmt: skip
         rules.apply(s, action)
     return rows
 
 
-def shares(rows: list[dict[str, Any]], cuts: tuple[float, float, float]) -> dict[str, float]:
-    c = Counter(band(r["drop"], r["best"], cuts) for r in rows)
+def shares(
+    rows: list[dict[str, Any]], cuts: tuple[float, float, float] | None = None
+) -> dict[str, float]:
+    """Each label's share: the server's own labels (``cuts`` None), or by the drop alone
+    under other thresholds (the unspent-resources rule left out)."""
+    c = Counter(r["label"] if cuts is None else band(r["drop"], r["best"], cuts) for r in rows)
     n = max(1, len(rows))
     return {k: c[k] / n for k in NAMES}
 
@@ -131,7 +140,8 @@ def main() -> None:
         mine = [r for r in rows if r["bot"] == bot]
         report["bots"][bot] = {
             "decisions": len(mine),
-            "shares": shares(mine, server),
+            "shares": shares(mine),
+            "undersearched": sum(r["undersearched"] for r in mine) / max(1, len(mine)),
             "drop_quantiles_not_best": quantiles([r["drop"] for r in mine if not r["best"]]),
             "alternatives": {str(c): shares(mine, c) for c in ALTERNATIVES},
         }
@@ -146,6 +156,7 @@ def main() -> None:
         print(f"{bot:<16} {r['decisions']:>9} "
               + " ".join(f"{100 * r['shares'][n]:>9.1f}%" for n in NAMES))  # fmt: skip
     for bot, r in report["bots"].items():
+        print(f"{bot}: {100 * r['undersearched']:.1f}% of its decisions undersearched")
         q = r["drop_quantiles_not_best"]
         print(f"{bot}: drop when not BEST: " + ", ".join(f"{k} {v:.3f}" for k, v in q.items()))
     print("other thresholds (GOOD, INACCURACY, MISTAKE below):")

@@ -176,13 +176,25 @@ def decisions(meta: GameMeta, entries: list[tuple[int, int]], seat: int,
     return out if s == final_state else None
 
 
-def rated(d: Decision, answer: Answer, seat: int, budget_ms: int) -> epb.DecisionReview:
-    """The review of ``d`` from the search's ``answer`` (candidates best first)."""
+def rated(
+    d: Decision, answer: Answer, seat: int, budget_ms: int, focus: Answer | None = None
+) -> epb.DecisionReview:
+    """The review of ``d`` from the search's ``answer`` (candidates best first); ``focus``: a
+    second search of only the played and the best action (:func:`to_focus`), whose chances
+    for those two replace the first's."""
     allowed = set(d.legal)
     cands = [c for c in answer.candidates if c.action in allowed]
     if not cands:
         raise refused(Code.UNAVAILABLE, "ANALYSIS_UNAVAILABLE",
                       "no analysis: the AI worker rated none of the legal actions; try again")  # fmt: skip
+    iterations = answer.iterations
+    if focus is not None:
+        again = sorted((c for c in focus.candidates if c.action in allowed),
+                       key=lambda c: -c.win_probability)  # fmt: skip
+        if len(again) == 2:  # (else the second search failed to rate both: the first stands)
+            two = {c.action for c in again}
+            cands = again + [c for c in cands if c.action not in two]
+            iterations += focus.iterations
     best = cands[0]
     mine = next((c for c in cands if c.action == d.action), None)
     p_best = _probability(best.win_probability)
@@ -214,7 +226,7 @@ def rated(d: Decision, answer: Answer, seat: int, budget_ms: int) -> epb.Decisio
         turn=d.turn,
         win_probabilities=[_probability(x) for x in shares],
         budget_ms=budget_ms,
-        iterations=answer.iterations,
+        iterations=iterations,
         visits=visits,
         best_visits=best.visits,
         standard_error=se,
@@ -231,6 +243,16 @@ def rated(d: Decision, answer: Answer, seat: int, budget_ms: int) -> epb.Decisio
             standard_error=_probability(c.standard_error),
         )
     return r
+
+
+def to_focus(r: epb.DecisionReview) -> list[int] | None:
+    """The actions to search again, alone, when ``r`` is undersearched (the played one or
+    the best got too few visits to tell them apart: a search spends little on what its first
+    samples rated low, and the few samples it has rate it too low): [best, played]; None when
+    the two are one action or both were searched enough."""
+    if not r.undersearched or r.action == r.best_action:
+        return None
+    return [r.best_action, r.action]
 
 
 def _probability(p: float) -> float:
@@ -595,6 +617,15 @@ class Reviews:
                     "game %s: the review of v%d asked again (%s)", game_id, d.version, e.reason
                 )
         r = rated(d, answer, seat, budget)
+        focus = to_focus(r)
+        if focus is not None:  # searched again, the two alone (a failure keeps the first)
+            try:
+                again, _ = await self.analyses.search(
+                    game_id, d.version, d.view, focus, budget, batch=True
+                )
+                r = rated(d, answer, seat, budget, again)
+            except ServiceError as e:
+                log.info("game %s: v%d not searched again (%s)", game_id, d.version, e.reason)
         try:
             await self.store.put(game_id, field_name(seat, d.version), r.SerializeToString())
         except StoreError as e:  # the rating stands; only asking again will cost a search

@@ -110,3 +110,39 @@ def test_each_rated_action_carries_visits_and_a_standard_error() -> None:
     r = review.rated(decision(s, legal[0]), _answer_of_result(out), s.to_move(), 100)
     assert r.visits + r.best_visits > 0 and len(r.candidates) == len(legal)
     assert r.undersearched == (min(r.visits, r.best_visits) < review.MIN_VISITS)
+
+
+def test_an_undersearched_decision_is_searched_again_with_its_two_actions_alone() -> None:
+    """A search spends few iterations on what its first samples rated low, and those few rate
+    it too low: the played and the best action are searched again, alone, and rated from it."""
+    s = rules.new_game(rules.GameConfig(sets="ss", players=2, seed=3))
+    rnd = random.Random(1)
+    while len(rules.legal_actions(s)) < 6:
+        rules.apply(s, rnd.choice(rules.legal_actions(s)))
+    legal = rules.legal_actions(s)
+    played, best, other = legal[0], legal[1], legal[2]
+    d = decision(s, played)
+    first = Answer([Candidate(best, 280, 0.50, (), 0.01), Candidate(other, 12, 0.45, (), 0.04),
+                    Candidate(played, 8, 0.38, (), 0.05)], 300)  # fmt: skip
+    r = review.rated(d, first, s.to_move(), 100)
+    assert r.undersearched and review.to_focus(r) == [best, played]
+    # alone, the played action holds its own: as good as the best
+    focus = Answer([Candidate(best, 160, 0.49, (), 0.01), Candidate(played, 140, 0.495, (), 0.01)], 300)
+    again = review.rated(d, first, s.to_move(), 100, focus)
+    assert (again.label, again.best_action, again.undersearched) == (BEST, played, False)
+    assert (again.visits, again.iterations) == (140, 600)
+    assert [c.action for c in again.candidates] == [played, best, other]
+    assert review.to_focus(again) is None
+    # alone, it is as bad as it looked: still a blunder, now from enough visits to say so
+    focus = Answer([Candidate(best, 200, 0.52, (), 0.01), Candidate(played, 100, 0.36, (), 0.01)], 300)
+    again = review.rated(d, first, s.to_move(), 100, focus)
+    assert again.label == epb.REVIEW_LABEL_BLUNDER and not again.undersearched
+    # and from real searches of the seat's view
+    view = rules.view(s, s.to_move())
+    full = review.rated(d, _answer_of_result(analyse_view(view, legal, 0, 300, ANALYSIS_SEED)),
+                        s.to_move(), 100)  # fmt: skip
+    two = review.to_focus(full)
+    if two is not None:
+        alone = _answer_of_result(analyse_view(view, two, 0, 300, ANALYSIS_SEED))
+        assert {c.action for c in alone.candidates} == set(two)
+        assert min(c.visits for c in alone.candidates) >= review.MIN_VISITS

@@ -83,7 +83,8 @@ def test_a_seat_reviews_its_past_decisions_as_it_saw_them(client: Client) -> Non
             0.0 <= r.win_probability <= r.best_win_probability <= 1.0 or r.label == ReviewLabel.BEST
         )
         assert len(r.win_probabilities) == 2 and r.win_probabilities[0] == r.win_probability
-        assert (r.budget_ms, r.iterations, r.stored) == (CAP_MS, ITERATIONS, False)
+        assert (r.budget_ms, r.stored) == (CAP_MS, False)
+        assert r.iterations in (ITERATIONS, 2 * ITERATIONS)  # (2: searched again, two alone)
         # BEST: the search's choice, or a drop within its noise (2 SE of the difference)
         noise = 2 * (r.standard_error**2 + r.best_standard_error**2) ** 0.5
         assert (r.label == ReviewLabel.BEST) == (not r.differs or r.drop <= noise) or r.explanation

@@ -108,7 +108,13 @@ def rating(state: rules.State, d: review.Decision) -> epb.DecisionReview:
     view = base64.b64encode(rules.view(state, seat).serialize()).decode()
     out = analyse_payload(view=view, legal=d.legal, budget_ms=60_000, iterations=ITERATIONS,
                           seed=ANALYSIS_SEED)  # fmt: skip
-    return review.rated(d, _answer_of_result(out), seat, 60_000)
+    r = review.rated(d, _answer_of_result(out), seat, 60_000)
+    focus = review.to_focus(r)
+    if focus is None:
+        return r
+    again = analyse_payload(view=view, legal=focus, budget_ms=60_000, iterations=ITERATIONS,
+                            seed=ANALYSIS_SEED)  # fmt: skip
+    return review.rated(d, _answer_of_result(out), seat, 60_000, _answer_of_result(again))
 
 
 def test_a_rating_is_the_same_with_every_hidden_card_dealt_again() -> None:

@@ -1207,8 +1207,9 @@ export type DecisionReview = Message<"ascension.v1.DecisionReview"> & {
   bestStandardError: number;
 
   /**
-   * too few visits on the played or the best action to tell them apart (the label is then
-   * BEST unless the drop is beyond the noise anyway); ask again with a larger budget
+   * too few visits on the played or the best action to tell them apart, even after a second
+   * search of those two alone (the label is then BEST unless the drop is beyond the noise
+   * anyway); ask again with a larger budget
    *
    * @generated from field: bool undersearched = 22;
    */
