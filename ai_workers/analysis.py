@@ -16,8 +16,10 @@ import logging
 import time
 from typing import Any
 
+from ai_workers.bots.evaluation import pool_left
 from ai_workers.bots.ismcts import analyse
 from ai_workers.bots.settings import BotSettings
+from ai_workers.chances import scaled_error, shown
 from engine_service import rules
 
 log = logging.getLogger("ascension.worker.analysis")
@@ -25,24 +27,34 @@ BOT = "ismcts"
 
 
 def analyse_view(
-    view: rules.View, legal: list[int], budget_ms: int, iterations: int = 0, seed: int = 0
+    view: rules.View,
+    legal: list[int],
+    budget_ms: int,
+    iterations: int = 0,
+    seed: int = 0,
+    raw: bool = False,
 ) -> dict[str, Any]:
     """``{"candidates": [[action, visits, win_probability, [each seat's win probability],
-    standard error], ...], "iterations", "seconds"}``, best first."""
+    standard error], ...], "iterations", "seconds"}``, best first. The chances are the ones
+    players are shown (:func:`ai_workers.chances.shown`); ``raw``: the search's own."""
     settings = BotSettings(name=BOT, iterations=iterations, time_ms=budget_ms, seed=seed)
     start = time.perf_counter()
     cands = analyse(view, list(legal), settings)
+    s, seat = view.state, view.seat
+    taken = 1.0 - pool_left(s)
+    rows = []
+    for c in cands:
+        p, seats, se = c.win_probability, list(c.seat_win_probabilities), c.standard_error
+        if not raw:
+            # (an action the search did not try has no seat chances: the others share the rest)
+            each = seats or [p if q == seat else (1.0 - p) / (s.n - 1) for q in range(s.n)]
+            scaled = shown(each, s.first, taken)
+            p_shown = scaled[seat]
+            se, p = scaled_error(se, p, p_shown, taken), p_shown
+            seats = scaled if seats else []
+        rows.append([c.action, c.visits, p, seats, se])
     return {
-        "candidates": [
-            [
-                c.action,
-                c.visits,
-                c.win_probability,
-                list(c.seat_win_probabilities),
-                c.standard_error,
-            ]
-            for c in cands
-        ],
+        "candidates": rows,
         # every iteration starts with one of the seat's root actions
         "iterations": sum(c.visits for c in cands),
         "seconds": time.perf_counter() - start,

@@ -45,6 +45,7 @@ from ai_workers.bots.evaluation import pool_left, seat_stats  # noqa: E402
 from ai_workers.bots.knowledge import knowledge  # noqa: E402
 from ai_workers.bots.settings import BotSettings  # noqa: E402
 from ai_workers.bots.specs import make_bot, parse_spec  # noqa: E402
+from ai_workers.chances import shown  # noqa: E402
 from engine_service import rules  # noqa: E402
 from engine_service.server.analysis import ANALYSIS_SEED  # noqa: E402
 from engine_service.server.explain import GUESS_UNTIL_TAKEN  # noqa: E402
@@ -58,7 +59,7 @@ TARGET_FIRST_THIRD = 0.225
 Row = dict[str, Any]
 
 
-def play_and_rate(seed: int, bot: str, iterations: int) -> list[Row]:
+def play_and_rate(seed: int, bot: str, iterations: int, raw: bool = False) -> list[Row]:
     """One self-play game; a row per rated decision: the seat, its turn order, the chance shown
     for the action it played, the baseline's terms, and (at the end) whether it won."""
     s = rules.new_game(rules.GameConfig(sets=SETS[seed % 3], players=2, seed=seed))
@@ -80,7 +81,7 @@ def play_and_rate(seed: int, bot: str, iterations: int) -> list[Row]:
         view = rules.view(s, p)
         action = players[p].choose(view, legal, settings[p])
         if real_choice(s, legal, action):
-            cands = analyse_view(view, legal, 0, iterations, ANALYSIS_SEED)["candidates"]
+            cands = analyse_view(view, legal, 0, iterations, ANALYSIS_SEED, raw)["candidates"]
             chance = {int(c[0]): float(c[2]) for c in cands}
             honor = [seat_stats(s, q, K).honor for q in (0, 1)]
             rows.append({
@@ -229,6 +230,12 @@ def figures(rows: list[Row]) -> dict[str, Any]:
     return out
 
 
+def as_shown(r: Row) -> Row:
+    """A row of a ``--raw`` run with the chance players are shown (ai_workers.chances)."""
+    p = r["chance"]
+    return {**r, "chance": shown([p, 1.0 - p], 0 if r["order"] == 0 else 1, r["taken"])[0]}
+
+
 def plot(out: dict[str, Any], path: str, title: str) -> None:
     """A reliability diagram: share won against the chance shown, per seat, bins sized by their
     decisions."""
@@ -271,17 +278,28 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--plot", default="", help="write a reliability diagram (PNG) here")
     ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    ap.add_argument("--raw", action="store_true", help="the search's own chances, unscaled "
+                    "(what python -m ai_workers.chances --fit reads)")  # fmt: skip
+    ap.add_argument("--rows", default="", help="write the rated decisions here (JSON lines)")
+    ap.add_argument("--load", nargs="*", default=[], help="read rows (of --raw runs) instead "
+                    "of playing, and score them as shown (ai_workers/chance_scaling.json)")  # fmt: skip
     args = ap.parse_args(argv)
     parse_spec(args.bot)
     rows: list[Row] = []
     t0 = time.time()
-    seeds = range(args.seed, args.seed + args.games)
-    job = partial(play_and_rate, bot=args.bot, iterations=args.iterations)
+    if args.load:
+        rows = [as_shown(json.loads(line)) for f in args.load
+                for line in Path(f).read_text().splitlines()]  # fmt: skip
+        args.seed = min(r["game"] for r in rows)
+    seeds = range(args.seed, args.seed + (0 if args.load else args.games))
+    job = partial(play_and_rate, bot=args.bot, iterations=args.iterations, raw=args.raw)
     with ProcessPoolExecutor(args.workers) as ex:
         for k, game in enumerate(ex.map(job, seeds)):
             rows.extend(game)
             print(f"[{time.time() - t0:6.0f} s] game {k + 1}/{args.games}: {len(rows)} decisions "
                   "rated", file=sys.stderr, flush=True)  # fmt: skip
+    if args.rows:
+        Path(args.rows).write_text("".join(json.dumps(r) + "\n" for r in rows))
     if not rows:
         ap.error("no decision was rated")
     out = figures(rows)
