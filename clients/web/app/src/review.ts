@@ -289,7 +289,7 @@ export class ReviewScreen {
             {},
             h(
               "button",
-              { type: "button", class: `moment label-${l.name.toLowerCase()}`, "data-index": i, "data-version": String(r.version), onclick: () => this.select(i) },
+              { type: "button", class: `moment label-${l.name.toLowerCase()}`, "data-index": i, "data-version": String(r.version), onclick: () => this.selectAndShow(i) },
               h("span", { class: "turn" }, `Round ${roundOf(this.view, r.turn)}`),
               h("span", { class: "badge" }, l.name),
               h("span", { class: "what" }, r.description),
@@ -299,6 +299,12 @@ export class ReviewScreen {
         }),
       ),
     );
+  }
+
+  /** Select a decision from outside the timeline, and bring it into the timeline's view. */
+  private selectAndShow(i: number): void {
+    this.select(i);
+    this.el.timeline.querySelector(`button.review-item[data-index="${i}"]`)?.scrollIntoView({ block: "nearest" });
   }
 
   private item(i: number): HTMLElement {
