@@ -256,10 +256,27 @@ def test_during_the_game_only_your_seat_and_practice_on_a_phone(
     width_fits(page, PHONE[0])
     page.locator(".review-moments button.moment").first.click()
     r = key_moments(mine)[0]
+    # a refusal is said under the button (the engine's words, as the page says its errors)
+    refusal = '{"code":"resource_exhausted","message":"RATE_LIMITED: 6 practice games a minute"}'
+    route = "**/ascension.v1.Engine/PracticeFromHere"
+    page.route(
+        route,
+        lambda rt: rt.fulfill(status=429, content_type="application/json", body=refusal),
+    )
+    page.click("#practice")
+    expect(page.locator(".practice-message")).to_contain_text(
+        "Could not start a practice game: RATE_LIMITED: 6 practice games a minute "
+        "(resource exhausted)"
+    )
+    page.unroute(route)
     page.click("#practice")
     page.wait_for_url(re.compile(r"#/play/(?!" + re.escape(g.game_id) + r"$)[\w-]+$"))
     expect(page.locator(".practice-origin")).to_contain_text(f"Practice from turn {r.turn} ")
     expect(page.locator(".game-top .your-move")).to_be_visible(timeout=30_000)
+    # this early, the hints' chances are a guess too
+    page.locator("button.hint").click()
+    expect(page.locator(".hint-list li").first).to_contain_text("(early guess)", timeout=30_000)
+    expect(page.locator(".hint-list .chance.guess").first).to_have_attribute("title", GUESS_TITLE)
     width_fits(page, PHONE[0])
     page.screenshot(path=str(ARTIFACTS / "practice-390x844.png"), full_page=False)
     page.locator(".practice-origin a").click()
