@@ -283,3 +283,29 @@ def test_during_the_game_only_your_seat_and_practice_on_a_phone(
     page.wait_for_url(re.compile(r"#/review/" + re.escape(g.game_id) + "$"))
     expect(page.locator(".review .status")).to_contain_text(f"All {len(mine)} decisions rated")
     assert not page.errors, page.errors
+
+
+def test_another_seat_chosen_while_yours_is_rated(browser: Any, web: WebServer) -> None:  # noqa: F811
+    """Your review is left for another seat's (the engine rates one at a time per caller) and
+    asked again, from its store, when you come back to it."""
+    with Client(web.engine, timeout=60.0) as c:
+        g, s, _ = play(c, 75)
+        assert s.over
+    page = new_page(browser)
+    page.context.add_init_script(
+        f"sessionStorage.setItem('ascension.token.{g.game_id}', '{g.token(0)}')"
+    )
+    page.goto(f"{web.url}#/review/{g.game_id}")
+    tabs = page.locator(".review-seats button.seat-tab")
+    tabs.nth(1).click()  # (as soon as it is there: yours is still being rated)
+    status = page.locator(".review .status")
+    expect(status).to_contain_text(re.compile(r"All \d+ decisions rated"), timeout=60_000)
+    tabs.nth(0).click()
+    expect(status).to_contain_text(re.compile(r"All \d+ decisions rated"), timeout=60_000)
+    with Client(web.engine, timeout=60.0) as c:
+        mine = list(c.review(g.game_id, g.token(0)))
+        theirs = list(c.review(g.game_id, g.token(0), seat=1))
+    expect(page.locator("button.review-item")).to_have_count(len(mine))
+    expect(tabs.nth(1).locator(".accuracy")).to_have_text(f"Accuracy {accuracy(theirs):.0f}%")
+    expect(tabs.nth(0).locator(".accuracy")).to_have_text(f"Accuracy {accuracy(mine):.0f}%")
+    assert not page.errors, page.errors

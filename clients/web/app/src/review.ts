@@ -32,9 +32,10 @@ const M = { left: 46, right: 14, top: 14, bottom: 34 };
 const HIT_RADIUS = 14; // a point's tappable circle: 28 px across
 /** What a chance marked chance_is_guess is (docs/bots.md, "Where a chance is still a guess"). */
 export const GUESS_TITLE = "Early in the game: an estimate, not yet a forecast";
-// A review that was just left may hold the caller's one review at a time a moment longer
-// (REVIEW_IN_PROGRESS): the next one is asked again this many times, this far apart
-const BUSY_RETRIES = 6;
+// A review that was just left holds the caller's one review at a time until the searches it
+// started end (REVIEW_IN_PROGRESS: its budget, more if a worker is slow): the next one is asked
+// again this many times, this far apart
+const BUSY_RETRIES = 20;
 const BUSY_WAIT_MS = 500;
 
 function labelOf(r: DecisionReview): { name: string; mark: string } {
@@ -208,6 +209,7 @@ export class ReviewScreen {
       } catch (e) {
         if (ctl.signal.aborted || this.stopped) return;
         if (attempt < BUSY_RETRIES && !sr.reviews.length && isCode(e, Code.ResourceExhausted)) {
+          this.el.status.textContent = "Waiting for the engine to end the review left…";
           await sleep(BUSY_WAIT_MS);
           if (ctl.signal.aborted) return;
           continue;
