@@ -54,3 +54,15 @@ export function reviewAccuracy(rs: { label: number; winProbability: number; best
   }
   return sum / rs.length;
 }
+
+/** A review's key moments, as docs/bots.md ("Game review") and the Python SDK's key_moments
+ * choose them: the `n` decisions after which the seat's chance moved most against its previous
+ * decision (the first against 0.5), either way; in game order. */
+export function reviewKeyMoments<R extends { winProbability: number }>(rs: R[], n = 3): R[] {
+  const swings = rs.map((r, i) => ({ i, swing: Math.abs(r.winProbability - (i > 0 ? rs[i - 1].winProbability : 0.5)) }));
+  return swings
+    .sort((a, b) => b.swing - a.swing || a.i - b.i)
+    .slice(0, n)
+    .sort((a, b) => a.i - b.i)
+    .map((m) => rs[m.i]);
+}

@@ -8,13 +8,13 @@ import { Code, errorText, isCode, type EngineClient } from "./api";
 import * as board from "./board";
 import { loadCatalog, type Catalog } from "./catalog";
 import { h, replaceKeepingFocus, sleep, type Child } from "./dom";
-import { SeatInfo_Kind, type GameUpdate, type GameView, type LegalAction } from "./gen/ascension/v1/game_pb";
+import { SeatInfo_Kind, type GameUpdate, type GameView, type LegalAction, type PracticeOrigin } from "./gen/ascension/v1/game_pb";
 import { ask, confirmText } from "./glossary";
 import { howToPlayButton } from "./howto";
 import { entryOf, type Entry } from "./log";
-import { seatName } from "./names";
+import { roundOf, seatName } from "./names";
 import { targetOf } from "./targets";
-import { reviewLink } from "./review";
+import { chance, guessTag, reviewLink } from "./review";
 
 export const PACES: [string, number][] = [
   ["Slow", 800],
@@ -50,9 +50,11 @@ export class GameScreen {
   private allActions = false; // a phone's docked list: every action, not only those off the table
   private present = new Set<number>(); // seats whose player is here (presence updates)
   private ticker: number | undefined; // redraws the clocks while one runs
+  private practice: PracticeOrigin | undefined; // a practice game: where it started (kept from the first view)
 
   private readonly el = {
     header: h("div", { class: "game-top" }),
+    practice: h("p", { class: "practice-origin", hidden: true }),
     clocks: h("div", { class: "clocks", role: "group", "aria-label": "Clocks and who is here" }),
     warning: h("p", { class: "time-warning", role: "alert" }),
     status: h("p", { class: "status", role: "status", "aria-live": "polite", tabindex: "-1" }),
@@ -77,6 +79,7 @@ export class GameScreen {
     this.say("Loading the game…");
     this.view = await this.client.getGame({ gameId: this.gameId, token: this.token });
     this.me = this.view.seat;
+    this.practice = this.view.practice;
     this.shownVersion = this.view.version;
     this.present = new Set(this.view.seatInfo.filter((s) => s.present).map((s) => s.seat));
     this.ticker = window.setInterval(() => this.renderClocks(), 500);
@@ -119,6 +122,7 @@ export class GameScreen {
         h("span", { class: "about" }, this.opts.about),
       ),
       this.el.header,
+      this.el.practice,
       this.el.clocks,
       this.el.warning,
       this.el.status,
@@ -164,6 +168,7 @@ export class GameScreen {
       act: (a) => void this.submit(a),
     };
     replaceKeepingFocus(this.el.header, board.header(t), board.decisionLine(t));
+    this.renderPractice();
     this.renderClocks();
     replaceKeepingFocus(this.el.ring, board.ring(t));
     replaceKeepingFocus(this.el.mine, board.mySeat(t));
@@ -237,6 +242,18 @@ export class GameScreen {
     if (this.el.warning.textContent !== text) this.el.warning.textContent = text;
   }
 
+  /** A practice game says where it started, with a link to that game's review. */
+  private renderPractice(): void {
+    const p = this.practice;
+    this.el.practice.hidden = !p;
+    if (!p) return;
+    this.el.practice.replaceChildren(
+      `Practice from turn ${p.turn} (round ${roundOf(this.view, p.turn)}) of game `,
+      h("a", { href: `#/review/${p.gameId}`, class: "practice-review", title: `The review of game ${p.gameId}` }, p.gameId),
+      h("span", { class: "dealt" }, ": the cards you could not see then were dealt again."),
+    );
+  }
+
   private toggleAll(): void {
     this.allActions = !this.allActions;
     this.render();
@@ -270,7 +287,7 @@ export class GameScreen {
       lines = a.candidates
         .filter((c) => a.version === this.view.version && numbers.has(c.action))
         .slice(0, 3)
-        .map((c) => [h("kbd", {}, String(numbers.get(c.action))), ` ${c.description}: `, h("strong", {}, `${Math.round(c.winProbability * 100)}% to win`)]);
+        .map((c) => [h("kbd", {}, String(numbers.get(c.action))), ` ${c.description}: `, h("strong", {}, chance(c.winProbability, a.chanceIsGuess), " to win"), guessTag(a.chanceIsGuess)]);
     } catch (e) {
       lines = [`No hints now: ${errorText(e)}`];
     } finally {

@@ -1,5 +1,7 @@
 // The page: #/ the lobby, #/play/<game> your seat (token kept in this tab), #/watch/<game> a spectator,
-// #/review/<game> the review of your seat's decisions in that game, #/join/<game>/<token> an
+// #/review/<game> the review of your seat's decisions in that game (and, once it is over, the
+// other seats'; a decision's "Practice from here" opens a new game at #/play/<new game>, as the
+// lobby opens a new game), #/join/<game>/<token> an
 // invitation: the seat is taken (the token kept in this tab and removed from the address bar)
 // and played at #/play/<game>. The token is in the fragment, which browsers never send to a
 // server: it reaches no server log.
