@@ -13,18 +13,15 @@ with ``taken`` the share of the Honor pool taken (the scaling may differ as the 
 ``order`` +1 for the seat that plays second in a round, -1 for the first (two-player games;
 with more seats ``c`` is left out and the chances are normalised to sum to 1). A certain
 outcome (0 or 1) stays certain. The weights are plain data (``chance_scaling.json``), fitted on
-the search's own self-play by ``python -m ai_workers.chances --fit ROWS.jsonl ... --write``
+the search's own self-play by ``python -m ai_workers.fit_chances ROWS.jsonl ... --write``
 from the rows ``benchmarks/calibration.py --raw --rows FILE`` writes.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from importlib import resources
-from pathlib import Path
-from typing import Any
 
 SCALING_FILE = "chance_scaling.json"
 EDGE = 1e-6  # raw chances are kept inside (EDGE, 1 - EDGE) for the logit, unless certain
@@ -78,48 +75,3 @@ def scaled_error(se: float, p: float, p_shown: float, taken: float) -> float:
         return 0.0
     slope = (A + B * taken) * p_shown * (1.0 - p_shown) / (p * (1.0 - p))
     return abs(slope) * se
-
-
-# ---- fitting (a developer's tool: numpy is in the dev extras) ------------------------------
-
-
-def fit(rows: list[dict[str, Any]]) -> list[float]:
-    """Logistic regression of ``won`` on :func:`features` (no intercept: the terms change sign
-    with the seat), Newton's method with a little shrinkage."""
-    import numpy as np
-
-    X = np.array([features(r["chance"], r["taken"], 1.0 if r["order"] else -1.0) for r in rows])
-    y = np.array([r["won"] for r in rows], dtype=float)
-    w = np.array([1.0, 0.0, 0.0])
-    for _ in range(30):
-        z = np.clip(X @ w, -40, 40)
-        p = 1.0 / (1.0 + np.exp(-z))
-        g = X.T @ (p - y) + 1e-4 * w
-        H = (X * (p * (1 - p))[:, None]).T @ X + 1e-4 * np.eye(3)
-        w = w - np.linalg.solve(H, g)
-    return [float(x) for x in w]
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description="Fit the scaling of the chances shown.")
-    ap.add_argument("--fit", nargs="+", required=True, help="rows (JSON lines) of "
-                    "benchmarks/calibration.py --raw --rows")  # fmt: skip
-    ap.add_argument("--write", action="store_true", help=f"store the weights in {SCALING_FILE}")
-    args = ap.parse_args()
-    rows = [json.loads(line) for f in args.fit for line in Path(f).read_text().splitlines()]
-    a, b, c = fit(rows)
-    games = len({r["game"] for r in rows})
-    print(f"{len(rows)} decisions of {games} games: a {a:.4f}, b {b:.4f}, c {c:.4f}")
-    if args.write:
-        path = Path(__file__).with_name(SCALING_FILE)
-        data = {
-            "fitted_by": "python -m ai_workers.chances --fit " + " ".join(args.fit) + " --write",
-            "source": f"{len(rows)} rated decisions of {games} games of self-play",
-            "weights": {"a": round(a, 5), "b": round(b, 5), "c": round(c, 5)},
-        }
-        path.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"wrote {path}")
-
-
-if __name__ == "__main__":
-    main()

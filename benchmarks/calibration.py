@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--plot", default="", help="write a reliability diagram (PNG) here")
     ap.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     ap.add_argument("--raw", action="store_true", help="the search's own chances, unscaled "
-                    "(what python -m ai_workers.chances --fit reads)")  # fmt: skip
+                    "(what python -m ai_workers.fit_chances reads)")  # fmt: skip
     ap.add_argument("--rows", default="", help="write the rated decisions here (JSON lines)")
     ap.add_argument("--load", nargs="*", default=[], help="read rows (of --raw runs) instead "
                     "of playing, and score them as shown (ai_workers/chance_scaling.json)")  # fmt: skip

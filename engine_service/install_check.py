@@ -31,6 +31,7 @@ NOT_RUNTIME = {
     "engine_service._build": "the build backend (pyproject.toml, build-system requires)",
     "engine_service.proto_gen": "regenerates the gRPC stubs (grpcio-tools, the dev extra)",
     "ai_workers.bots.fit_value": "fits the value model's weights (numpy, the dev extra)",
+    "ai_workers.fit_chances": "fits the scaling of the chances shown (numpy, the dev extra)",
     "clients.web.build": "builds the browser client's page from its sources (Node.js)",
 }
 # Modules the runtime loads by name, which importing the product does not import.

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from ai_workers import chances
+from ai_workers import chances, fit_chances
 from ai_workers.analysis import analyse_view
 from ai_workers.bots.evaluation import pool_left
 from engine_service import rules
@@ -44,7 +44,7 @@ def test_the_fit_finds_the_scaling_that_made_the_outcomes() -> None:
         z = (a + b * taken) * chances.logit(p) + c * (1.0 if order else -1.0)
         rows.append({"game": game, "chance": p, "taken": taken, "order": order,
                      "won": int(rnd.random() < chances.sigmoid(z))})  # fmt: skip
-    fa, fb, fc = chances.fit(rows)
+    fa, fb, fc = fit_chances.fit(rows)
     assert fa == pytest.approx(a, abs=0.12) and fb == pytest.approx(b, abs=0.25)
     assert fc == pytest.approx(c, abs=0.1)
 
