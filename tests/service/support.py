@@ -145,6 +145,15 @@ class Engine:
     def log(self) -> str:
         return "".join(self.output)
 
+    def wait_log(self, text: str, timeout: float = 15.0) -> str:
+        """The log once ``text`` is in it: the engine logs after it answers, and its output
+        reaches this process through a pipe read by another thread."""
+        deadline = time.monotonic() + timeout
+        while text not in (log := self.log()):
+            assert time.monotonic() < deadline, f"{text!r} not logged:\n{log[-3000:]}"
+            time.sleep(0.05)
+        return log
+
 
 def start_engine(redis_url: str = "", **env: str) -> Engine:
     """Start the server on a free port (ENGINE_GRPC_PORT=0) and wait for its address line."""

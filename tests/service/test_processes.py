@@ -106,7 +106,7 @@ def test_processes_share_the_port_and_merge_their_metrics(redis_url: str) -> Non
         os.kill(servers[0], signal.SIGKILL)  # a process dies: the others stop, exit non-zero
         assert e.proc.wait(60) == 1
         assert not any(_alive(p) for p in servers)
-        assert "exited with SIGKILL" in e.log()
+        e.wait_log("exited with SIGKILL")
     finally:
         e.stop()  # SIGTERM (then SIGKILL): the parent removes its metrics directory
 
