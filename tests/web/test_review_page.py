@@ -219,6 +219,12 @@ def test_key_moments_the_other_seat_and_practice(browser: Any, web: WebServer) -
     expect(detail.locator(".review-moves dt").first).to_have_text("B played")
     expect(detail.locator("dd.played")).to_contain_text(r.description)
     assert page.locator(".review-chart polyline.seat-1.mine").count() == 1
+    # The board as B saw it names B, not "You" (the reader is seat 0)
+    panel = detail.locator(".review-board section.seat.mine")
+    expect(panel.locator("h3")).to_contain_text("B (seat 2)")
+    expect(panel.locator(".zone h4").first).to_have_text("B's hand")
+    expect(detail.locator(".review-board .ship", has_text="You")).to_have_count(0)
+    expect(detail.locator(".review-board .game-header")).not_to_contain_text("Your move")
     page.screenshot(path=str(ARTIFACTS / "review-other-seat-1400x900.png"), full_page=True)
 
     # Practice from here (B's decision: the seat is asked for), as this tab's seat in a new game

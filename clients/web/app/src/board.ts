@@ -10,7 +10,6 @@ import {
   TYPE_NAMES,
   cardWords,
   costShort,
-  isBot,
   plural,
   roundOf,
   seatName,
@@ -23,6 +22,7 @@ export interface Table {
   view: GameView;
   catalog: Catalog;
   me: number; // the viewing seat, -1 for a spectator
+  meName?: string; // how the viewing seat is named on its own panel ("You" when not given)
   enabled: boolean; // the actions can be taken now
   act: (a: LegalAction) => void;
 }
@@ -41,13 +41,14 @@ function context(t: Table): Ctx {
 
 // -- pieces ---------------------------------------------------------------------------------
 
+/** A seat's name on this table: "You" for the viewing seat unless the table names it. */
+function seatCalled(t: Table, seat: number): string {
+  return seat === t.me && seat >= 0 && t.meName ? t.meName : seatName(t.view, seat, t.me);
+}
+
 function seatTag(ctx: Ctx, seat: number): HTMLElement {
-  const you = seat === ctx.me && seat >= 0;
-  return h(
-    "span",
-    { class: `ship seat-${seat}`, title: `${seatName(ctx.view, seat, ctx.me)}'s ship` },
-    you ? "You" : `S${seat + 1}`,
-  );
+  const you = seat === ctx.me && seat >= 0 && !ctx.meName;
+  return h("span", { class: `ship seat-${seat}`, title: `${seatCalled(ctx, seat)}'s ship` }, you ? "You" : `S${seat + 1}`);
 }
 
 function coinTag(c: Coin): HTMLElement {
@@ -194,8 +195,8 @@ export function header(t: Table): HTMLElement {
   const b = view.board;
   const parts: Child[] = [h("span", { class: "turn" }, `Round ${roundOf(view, b?.turn ?? 1)}`)];
   if (view.over) parts.push(h("strong", {}, "Game over"));
-  else if (view.toMove === me && me >= 0) parts.push(h("strong", { class: "your-move" }, "Your move"));
-  else parts.push(h("span", {}, `${seatName(view, view.toMove, me)} to move`));
+  else if (view.toMove === me && me >= 0 && !t.meName) parts.push(h("strong", { class: "your-move" }, "Your move"));
+  else parts.push(h("span", {}, `${seatCalled(t, view.toMove)} to move`));
   if (b && !view.over && b.activeSeat >= 0) {
     parts.push(
       h(
@@ -216,7 +217,7 @@ export function header(t: Table): HTMLElement {
 export function decisionLine(t: Table): HTMLElement | null {
   const d = t.view.board?.decision;
   if (!d || t.view.over) return null;
-  const who = d.seat === t.me ? "You" : seatName(t.view, d.seat, t.me);
+  const who = seatCalled(t, d.seat);
   const src = d.sourceCard >= 0 ? ` (${t.catalog.name(d.sourceCard)})` : "";
   return h("p", { class: "decision", role: "note" }, h("strong", {}, "Choice: "), `${who} must decide: ${d.kind.replace(/_/g, " ")}${src}`);
 }
@@ -346,7 +347,7 @@ function fallbackNote(ctx: Ctx, seat: number): HTMLElement | null {
 function seatPanel(ctx: Ctx, s: SeatState, mine: boolean): HTMLElement {
   const v = ctx.view;
   const active = v.board?.activeSeat === s.seat && !v.over;
-  const title = mine ? `You (seat ${s.seat + 1})` : `${seatName(v, s.seat, ctx.me)}${isBot(v, s.seat) ? "" : ""}`;
+  const title = mine ? `${ctx.meName ?? "You"} (seat ${s.seat + 1})` : seatCalled(ctx, s.seat);
   const inPlay = [...s.constructs, ...s.ongoing];
   return h(
     "section",
@@ -354,7 +355,7 @@ function seatPanel(ctx: Ctx, s: SeatState, mine: boolean): HTMLElement {
     h("h3", {}, h("span", { class: `dot seat-${s.seat}`, "aria-hidden": "true" }), title, active ? h("span", { class: "badge" }, "playing") : null),
     seatStats(ctx, s),
     fallbackNote(ctx, s.seat),
-    mine ? cardRow(ctx, "Your hand", s.hand, "hand", "empty") : null,
+    mine ? cardRow(ctx, ctx.meName ? `${ctx.meName}'s hand` : "Your hand", s.hand, "hand", "empty") : null,
     // cards every seat knows to be in that hand (revealed and returned, or drawn as its deck ran out)
     !mine && s.handKnown.length ? cardRow(ctx, "Known in hand", s.handKnown, null) : null,
     s.played.length || mine ? cardRow(ctx, mine ? "Played this turn" : "Played", s.played, null) : null,
