@@ -33,9 +33,9 @@ def watch(tls: TLS | None, stop: threading.Event) -> Watched | None:
         return None
     from ai_workers import metrics
 
-    files = tls.watch(
-        **metric_hooks(ROLE_CLIENT, metrics.tls_expiry, metrics.tls_reloads, metrics.tls_refused)
-    )
+    hooks = metric_hooks(ROLE_CLIENT, metrics.tls_expiry, metrics.tls_reloads,
+                         metrics.tls_refused, metrics.tls_ca_expiry)  # fmt: skip
+    files = tls.watch(**hooks)
 
     def run() -> None:
         while not stop.wait(files.interval):

@@ -223,3 +223,10 @@ tls_refused = Gauge(
     ["role"],
     multiprocess_mode="livemax",
 )
+tls_ca_expiry = Gauge(
+    "ascension_tls_ca_expiry_timestamp_seconds",
+    "the soonest notAfter (Unix time) in the CA bundle this process trusts: the client CA "
+    "under mutual TLS (role server), the CA of the engine's certificate (role client)",
+    ["role"],
+    multiprocess_mode="livemax",
+)

@@ -66,6 +66,7 @@ class Pem:
     ca: bytes | None
     not_after: float | None  # the certificate's notAfter (the first of its chain), Unix time
     subject: str  # the certificate's subject, for logs ("" without one)
+    ca_not_after: float | None = None  # the soonest notAfter in the CA bundle, Unix time
 
     @property
     def raw(self) -> tuple[bytes | None, bytes | None, bytes | None]:
@@ -150,9 +151,11 @@ def _check(paths: Paths, raw: Raw) -> Pem:
             raise TlsFilesError(
                 f"{paths.key!r} is not the key of the certificate in {paths.cert!r}"
             )
+    ca_not_after: float | None = None
     if ca is not None:
-        _certificates(paths.ca, ca)
-    return Pem(cert, key, ca, not_after, subject)
+        # (the soonest: once any CA of the bundle ends, what it signed is refused)
+        ca_not_after = min(c.not_valid_after_utc.timestamp() for c in _certificates(paths.ca, ca))
+    return Pem(cert, key, ca, not_after, subject, ca_not_after)
 
 
 def load(paths: Paths) -> Pem:
@@ -279,11 +282,14 @@ class Watched:
             self._on_state(self._refused is not None)
 
 
-def metric_hooks(role: str, expiry: Any, reloads: Any, refused: Any) -> dict[str, Any]:
+def metric_hooks(
+    role: str, expiry: Any, reloads: Any, refused: Any, ca_expiry: Any
+) -> dict[str, Any]:
     """The hooks of :class:`Watched` that keep a process's TLS metrics (prometheus_client
     metrics, labelled as docs/configuration.md says): ``expiry`` (role) the notAfter in
     use, ``reloads`` (role, result) renewed sets loaded and refused, ``refused`` (role) 1
-    while the files on disk are refused."""
+    while the files on disk are refused, ``ca_expiry`` (role) the soonest notAfter of the CA
+    bundle in use."""
     for result in ("loaded", "refused"):
         reloads.labels(role, result)
     sets = [0]
@@ -291,6 +297,8 @@ def metric_hooks(role: str, expiry: Any, reloads: Any, refused: Any) -> dict[str
     def on_loaded(pem: Pem) -> None:
         if pem.not_after is not None:
             expiry.labels(role).set(pem.not_after)
+        if pem.ca_not_after is not None:
+            ca_expiry.labels(role).set(pem.ca_not_after)
         if sets[0]:  # not the first set, read at start
             reloads.labels(role, "loaded").inc()
         sets[0] += 1

@@ -232,6 +232,14 @@ class Metrics:
             registry=r,
             multiprocess_mode="livemax",
         )
+        self.tls_ca_expiry = Gauge(
+            "ascension_tls_ca_expiry_timestamp_seconds",
+            "the soonest notAfter (Unix time) in the CA bundle this process trusts: the client "
+            "CA under mutual TLS (role server), the CA of the engine's certificate (role client)",
+            ["role"],
+            registry=r,
+            multiprocess_mode="livemin",
+        )
 
         # Children by label values: ``labels()`` costs a lock and a tuple build on every call.
         self._store_children: dict[str, Any] = {}

@@ -75,7 +75,10 @@ def server_tls(
     cannot be used (they were checked at start; this is a renewal caught halfway)."""
     if not cert:
         return None
-    hooks = metric_hooks(ROLE_SERVER, metrics.tls_expiry, metrics.tls_reloads, metrics.tls_refused)
+    hooks = metric_hooks(
+        ROLE_SERVER, metrics.tls_expiry, metrics.tls_reloads, metrics.tls_refused,
+        metrics.tls_ca_expiry,
+    )  # fmt: skip
     try:
         return ServerTls(Watched(Paths(cert, key, client_ca), ROLE_SERVER, interval, **hooks))
     except TlsFilesError as e:

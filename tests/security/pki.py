@@ -141,6 +141,10 @@ class Authority:
         self.directory = directory
         self.cert, self._key, self.path = _ca(directory, cn, days)
 
+    @property
+    def not_after(self) -> float:
+        return self.cert.not_valid_after_utc.timestamp()
+
     def server(self, name: str, days: float = 1.0) -> Leaf:
         return Leaf(*_leaf(self.directory, name, self.cert, self._key,
                            ExtendedKeyUsageOID.SERVER_AUTH, days))  # fmt: skip

@@ -108,16 +108,19 @@ def test_a_file_missing_for_a_while_is_told_once(ca: Authority, tmp_path: Path) 
 
 
 def test_a_ca_bundle_alone_is_followed(ca: Authority, tmp_path: Path) -> None:
-    """A client without a certificate of its own (TLS, not mutual) follows its CA bundle."""
-    other = Authority(tmp_path, "other")
+    """A client without a certificate of its own (TLS, not mutual) follows its CA bundle; the
+    bundle's soonest end is what it reports (once any CA ends, what it signed is refused)."""
+    other = Authority(tmp_path, "other", days=3)  # (ends before the module's CA, 30 days)
     bundle = tmp_path / "ca.crt"
     bundle.write_bytes(ca.path.read_bytes())
     seen = Seen()
     watched = TLS(ca_file=str(bundle), reload_seconds=5).watch(**seen.hooks())
     assert watched.role == ROLE_CLIENT and watched.pem.not_after is None
+    assert watched.pem.ca_not_after == ca.not_after
     assert not watched.due()  # checked at most every reload_seconds
     bundle.write_bytes(ca.path.read_bytes() + other.path.read_bytes())
     assert watched.check() and watched.pem.ca == bundle.read_bytes()
+    assert watched.pem.ca_not_after == other.not_after < ca.not_after
     assert seen.loaded == [None, None]
 
 

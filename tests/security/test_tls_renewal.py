@@ -43,6 +43,7 @@ RELOAD = "1"
 EXPIRY = "ascension_tls_certificate_expiry_timestamp_seconds"
 RELOADS = "ascension_tls_reloads_total"
 REFUSED = "ascension_tls_files_refused"
+CA_EXPIRY = "ascension_tls_ca_expiry_timestamp_seconds"
 WORKER = Path(sys.executable).parent / "ascension-worker"
 
 
@@ -170,7 +171,9 @@ class Mtls:
 
     def __init__(self, tmp_path: Path, **env: str) -> None:
         self.server_ca = Authority(tmp_path, "server-ca")
-        self.first, self.second = Authority(tmp_path, "clients-1"), Authority(tmp_path, "clients-2")
+        # (the first client CA ends first: the bundle's soonest end is exported)
+        self.first = Authority(tmp_path, "clients-1", days=10)
+        self.second = Authority(tmp_path, "clients-2", days=40)
         self.files = TlsDir(tmp_path / "engine", REPLACE)
         server = self.server_ca.server("engine", days=20)
         self.files.write({
@@ -236,8 +239,10 @@ def test_the_sdk_presents_a_renewed_client_certificate_on_new_connections(
             wait_for("the stream is open", lambda: updates.reached(started))
             assert proxy.accepted == 1
 
+            assert served(mtls.engine, CA_EXPIRY) == mtls.first.not_after
             mine.write_leaf(new, ca=mtls.server_ca.path)
             mtls.trust_only_the_second_ca()
+            assert served(mtls.engine, CA_EXPIRY) == mtls.second.not_after
             assert mtls.refuses(old), "the engine still accepts the first CA's certificates"
             # The client's next call after its check is due goes over a new connection, which
             # the engine accepts only with the renewed certificate.
@@ -300,8 +305,10 @@ def test_the_browser_gateway_presents_a_renewed_client_certificate_without_cutti
             wait_for("the browser's stream is open", lambda: updates.reached(started))
             assert version_through_the_gateway() == started and proxy.accepted == 1
 
+            assert served(mtls.engine, CA_EXPIRY) == mtls.first.not_after
             mine.write_leaf(new, ca=mtls.server_ca.path)
             mtls.trust_only_the_second_ca()
+            assert served(mtls.engine, CA_EXPIRY) == mtls.second.not_after
             assert mtls.refuses(old)
             wait_for(
                 "the gateway opens a connection with its renewed certificate",
@@ -393,6 +400,7 @@ def test_a_worker_presents_its_renewed_client_certificate(tmp_path: Path, redis_
     try:
         worker = Worker(tmp_path, redis_url, mine)
         assert worker.metric(EXPIRY) == old.not_after
+        assert worker.metric(CA_EXPIRY) == m.server_ca.not_after  # (the CA it checks the engine by)
         with m.client() as c:
             game = c.create_game([human("A"), bot("random", seed=1)], seed=11)
             token = game.token(0)
