@@ -30,6 +30,7 @@ import argparse
 import json
 import math
 import os
+import random
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -230,6 +231,32 @@ def figures(rows: list[Row]) -> dict[str, Any]:
     return out
 
 
+def resample(rows: list[Row], draws: int, games: int, seed: int = 0) -> dict[str, Any]:
+    """How often samples of ``games`` games drawn (with replacement) from ``rows``' games meet
+    each target: the spread a fixed model's figures have from one sample to the next."""
+    by_game: dict[int, list[Row]] = {}
+    for r in rows:
+        by_game.setdefault(r["game"], []).append(r)
+    pool = sorted(by_game)
+    rng = random.Random(seed)
+    met: dict[str, int] = {}
+    worst_ece: list[float] = []
+    for _ in range(draws):
+        # (each drawn game numbered anew: a game drawn twice counts twice, in one fold)
+        sample = [{**r, "game": k} for k, g in enumerate(rng.choices(pool, k=games))
+                  for r in by_game[g]]  # fmt: skip
+        out = figures(sample)
+        for name, ok in out["targets"].items():
+            met[name] = met.get(name, 0) + ok
+        met["all three"] = met.get("all three", 0) + all(out["targets"].values())
+        worst_ece.append(max(x["ece"] for x in out["seats"]))
+    worst_ece.sort()
+    return {"draws": draws, "games": games, "pool": len(pool),
+            "met": {k: v / draws for k, v in met.items()},
+            "worst_seat_ece_median": worst_ece[draws // 2],
+            "worst_seat_ece_p90": worst_ece[min(draws - 1, (9 * draws) // 10)]}  # fmt: skip
+
+
 def as_shown(r: Row) -> Row:
     """A row of a ``--raw`` run with the chance players are shown (ai_workers.chances)."""
     p = r["chance"]
@@ -283,6 +310,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rows", default="", help="write the rated decisions here (JSON lines)")
     ap.add_argument("--load", nargs="*", default=[], help="read rows (of --raw runs) instead "
                     "of playing, and score them as shown (ai_workers/chance_scaling.json)")  # fmt: skip
+    ap.add_argument("--resample", type=int, default=0, metavar="N", help="with --load: also draw "
+                    "N samples of --games games from the loaded ones (with replacement) and "
+                    "print how often each target is met")  # fmt: skip
     args = ap.parse_args(argv)
     parse_spec(args.bot)
     rows: list[Row] = []
@@ -324,6 +354,14 @@ def main(argv: list[str] | None = None) -> None:
           f"the others {g['brier_after']:.4f}")  # fmt: skip
     met = ", ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in out["targets"].items())
     print(f"targets: {met}")
+    if args.resample and args.load:
+        spread = resample(rows, args.resample, args.games)
+        print(f"resampled: {spread['draws']} samples of {spread['games']} games from the "
+              f"{spread['pool']} loaded; targets met: "
+              + ", ".join(f"{k} {100 * v:.0f}%" for k, v in spread["met"].items())
+              + f"; worst seat's ECE median {spread['worst_seat_ece_median']:.3f}, "
+              f"90th percentile {spread['worst_seat_ece_p90']:.3f}")  # fmt: skip
+        out["resampled"] = spread
     if args.plot:
         plot(out, args.plot, f"{out['games']} games of {args.bot} from seed {args.seed}, "
              f"{out['decisions']} decisions, {args.iterations} iterations each")  # fmt: skip

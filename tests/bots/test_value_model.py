@@ -128,3 +128,25 @@ def test_calibration_figures_on_known_rows() -> None:
     assert [x["ece"] for x in out["seats"]] == pytest.approx([0.3, 0.3])
     assert out["seats"][1]["games_won"] == 1.0
     assert out["baseline_brier"] < 0.25  # seat order alone predicts these games
+
+
+def test_resampling_counts_the_samples_that_meet_each_target() -> None:
+    """Drawn samples of games: chances that are exactly right in every game meet the ECE and
+    first-third targets on every draw; chances that say the loser wins meet none of them."""
+    cal = _calibration()
+
+    def rows(right: bool) -> list[dict[str, object]]:
+        return [
+            {"game": g, "seat": q, "order": q, "turn": t, "lead": 0, "taken": 0.0, "third": t % 3,
+             "won": int(q == g % 2), "chance": float((q == g % 2) == right)}
+            for g in range(10) for q in (0, 1) for t in (1, 2, 3)
+        ]  # fmt: skip
+
+    good = cal.resample(rows(True), draws=20, games=6, seed=1)
+    assert good["draws"] == 20 and good["pool"] == 10
+    assert good["met"]["ece_per_seat_at_most_0.05"] == 1.0
+    assert good["met"]["first_third_at_most_0.225"] == 1.0
+    assert good["worst_seat_ece_p90"] == 0.0
+    bad = cal.resample(rows(False), draws=20, games=6, seed=1)
+    assert bad["met"]["ece_per_seat_at_most_0.05"] == 0.0 and bad["met"]["all three"] == 0.0
+    assert bad["worst_seat_ece_median"] == 1.0
