@@ -51,9 +51,13 @@ def features(p: float, taken: float, order: float) -> list[float]:
     return [lp, lp * taken, order]
 
 
-def shown(raw: list[float], first: int, taken: float) -> list[float]:
+def shown(
+    raw: list[float], first: int, taken: float, weights: tuple[float, float, float] | None = None
+) -> list[float]:
     """Every seat's chance as shown, from the search's raw ones (index = seat); ``first``: the
-    seat that starts each round; ``taken``: the share of the Honor pool taken."""
+    seat that starts each round; ``taken``: the share of the Honor pool taken; ``weights``:
+    (a, b, c) other than the fitted ones (to score another fit)."""
+    a, b, c = weights or (A, B, C)
     n = len(raw)
     out = []
     for q, p in enumerate(raw):
@@ -61,7 +65,7 @@ def shown(raw: list[float], first: int, taken: float) -> list[float]:
             out.append(min(1.0, max(0.0, p)))  # (a finished game: certain)
             continue
         order = (1.0 if (q - first) % n else -1.0) if n == 2 else 0.0
-        out.append(sigmoid((A + B * taken) * logit(p) + C * order))
+        out.append(sigmoid((a + b * taken) * logit(p) + c * order))
     if n != 2:  # (with two seats the map keeps them summing to 1 by itself)
         total = sum(out)
         if total > 0:

@@ -257,10 +257,25 @@ def resample(rows: list[Row], draws: int, games: int, seed: int = 0) -> dict[str
             "worst_seat_ece_p90": worst_ece[min(draws - 1, (9 * draws) // 10)]}  # fmt: skip
 
 
-def as_shown(r: Row) -> Row:
-    """A row of a ``--raw`` run with the chance players are shown (ai_workers.chances)."""
+def as_shown(r: Row, weights: tuple[float, float, float] | None = None) -> Row:
+    """A row of a ``--raw`` run with the chance players are shown (ai_workers.chances), or
+    with the scaling of ``weights``."""
     p = r["chance"]
-    return {**r, "chance": shown([p, 1.0 - p], 0 if r["order"] == 0 else 1, r["taken"])[0]}
+    first = 0 if r["order"] == 0 else 1
+    return {**r, "chance": shown([p, 1.0 - p], first, r["taken"], weights)[0]}
+
+
+def held_out(files: list[str]) -> list[tuple[str, tuple[float, float, float], dict[str, Any]]]:
+    """Each file's rows scored with the scaling fitted on the other files' (leave one sample
+    out): what a scaling does on games it was not fitted on."""
+    from ai_workers.fit_chances import fit  # (numpy: the dev extra)
+
+    raw = {f: [json.loads(line) for line in Path(f).read_text().splitlines()] for f in files}
+    out = []
+    for f in files:
+        a, b, c = fit([r for g, rows in raw.items() if g != f for r in rows])
+        out.append((f, (a, b, c), figures([as_shown(r, (a, b, c)) for r in raw[f]])))
+    return out
 
 
 def plot(out: dict[str, Any], path: str, title: str) -> None:
@@ -310,11 +325,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rows", default="", help="write the rated decisions here (JSON lines)")
     ap.add_argument("--load", nargs="*", default=[], help="read rows (of --raw runs) instead "
                     "of playing, and score them as shown (ai_workers/chance_scaling.json)")  # fmt: skip
+    ap.add_argument("--held-out", action="store_true", help="with --load of several files: "
+                    "score each with the scaling fitted on the others, one line a file, and stop")  # fmt: skip
     ap.add_argument("--resample", type=int, default=0, metavar="N", help="with --load: also draw "
                     "N samples of --games games from the loaded ones (with replacement) and "
                     "print how often each target is met")  # fmt: skip
     args = ap.parse_args(argv)
     parse_spec(args.bot)
+    if args.held_out:
+        if len(args.load) < 2:
+            ap.error("--held-out needs --load with two files or more")
+        report_held_out(args.load, args.json)
+        return
     rows: list[Row] = []
     t0 = time.time()
     if args.load:
@@ -370,6 +392,24 @@ def main(argv: list[str] | None = None) -> None:
         for x in out["seats"]:
             x["bins"] = [list(b) for b in x["bins"]]
         print(json.dumps(out))
+
+
+def report_held_out(files: list[str], as_json: bool) -> None:
+    results = held_out(files)
+    print(f"Held out: each of {len(files)} files scored with the scaling fitted on the others")
+    met = dict.fromkeys(("brier_15pct_below_baseline", "ece_per_seat_at_most_0.05",
+                         "first_third_at_most_0.225"), 0)  # fmt: skip
+    for f, (a, b, c), out in results:
+        s1, s2 = out["seats"]
+        print(f"  {Path(f).name}: a {a:.3f} b {b:+.3f} c {c:.3f}; Brier {out['brier']:.4f}, "
+              f"{100 * out['below_baseline']:.1f}% below the baseline; ECE {s1['ece']:.3f} / "
+              f"{s2['ece']:.3f}; second seat won {100 * s2['games_won']:.0f}%; first third "
+              f"{out['thirds'][0]['brier']:.4f}")  # fmt: skip
+        for k, ok in out["targets"].items():
+            met[k] += ok
+    print("targets met: " + ", ".join(f"{k} {v} of {len(results)}" for k, v in met.items()))
+    if as_json:
+        print(json.dumps([{"file": f, "weights": w, "targets": o["targets"]} for f, w, o in results]))
 
 
 if __name__ == "__main__":

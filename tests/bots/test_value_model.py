@@ -4,6 +4,7 @@ script and the calibration benchmark run (on tiny samples)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import random
 import sys
 from pathlib import Path
@@ -150,3 +151,35 @@ def test_resampling_counts_the_samples_that_meet_each_target() -> None:
     bad = cal.resample(rows(False), draws=20, games=6, seed=1)
     assert bad["met"]["ece_per_seat_at_most_0.05"] == 0.0 and bad["met"]["all three"] == 0.0
     assert bad["worst_seat_ece_median"] == 1.0
+
+
+def test_held_out_scores_each_file_with_the_scaling_fitted_on_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three samples where the second seat wins more: each is scored with the weights of the
+    other two, which learned that seat's edge (c > 0) from games the sample does not hold."""
+    cal = _calibration()
+    rng = random.Random(5)
+    files = []
+    for k in range(3):
+        rows = []
+        for g in range(40):
+            won_second = rng.random() < 0.7
+            for t in (1, 2, 3, 4):
+                for q in (0, 1):
+                    p = rng.uniform(0.3, 0.7)
+                    rows.append({"game": 1000 * k + g, "seat": q, "order": q, "turn": t,
+                                 "chance": p, "lead": 0, "taken": t / 5, "third": (t - 1) * 3 // 4,
+                                 "won": int((q == 1) == won_second)})  # fmt: skip
+        f = tmp_path / f"rows-{k}.jsonl"
+        f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        files.append(str(f))
+    results = cal.held_out(files)
+    assert [f for f, _, _ in results] == files
+    assert all(c > 0.3 for _, (_, _, c), _ in results)  # the second seat's edge, learned
+    cal.main(["--load", *files, "--held-out"])
+    out = capsys.readouterr().out
+    assert "each of 3 files scored with the scaling fitted on the others" in out
+    assert "targets met: brier_15pct_below_baseline" in out
+    with pytest.raises(SystemExit):
+        cal.main(["--load", files[0], "--held-out"])
