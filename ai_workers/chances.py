@@ -1,8 +1,9 @@
 """The chances players are shown, calibrated: the search's raw chances mapped by a fitted scaling.
 
 The search's chance of an action is the mean of its evaluations after it (the value model at
-its horizon), and those run more extreme than outcomes: in self-play a raw 75% won about 65%
-of the time, a raw 25% about 34% (benchmarks/calibration.py, ``--raw``). The search itself
+its horizon), and those miss what a seat's place in the round is worth: in self-play the seat
+that plays second won 55% of 1,400 games, more than its raw chances said
+(benchmarks/calibration.py, ``--raw``). The search itself
 keeps its raw values (only the order of its actions matters to it); what hints and reviews
 show goes through :func:`shown`, a logistic recalibration (Platt scaling) of each seat's raw
 chance ``p``:
