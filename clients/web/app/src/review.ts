@@ -364,7 +364,7 @@ export class ReviewScreen {
       const meName = r.seat === this.me ? undefined : this.who(r.seat);
       const t: board.Table = { view: r.view, catalog: this.catalog, me: r.seat, meName, enabled: false, act: () => undefined };
       parts.push(
-        r.seat === this.me ? null : h("p", { class: "review-board-note" }, `The board as ${this.who(r.seat)} saw it then.`),
+        meName ? h("p", { class: "review-board-note" }, `The board as ${meName} saw it then.`) : null,
         h("div", { class: "review-board" }, board.header(t), board.decisionLine(t), board.ring(t), board.mySeat(t)),
         h("h3", {}, `${this.whose(r.seat)} options then`),
         h(
