@@ -239,10 +239,20 @@ def test_real_processes_share_the_trace_of_an_ai_move(tmp_path: Path) -> None:
                 timeout=10,
             )
         finally:
-            if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGTERM)
-                worker.wait(30)
-            engine.stop()
+            try:
+                if worker.poll() is None:
+                    os.killpg(worker.pid, signal.SIGTERM)
+                    try:  # (a warm shutdown on a loaded machine: the pool's spans flushed)
+                        worker.wait(90)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(worker.pid, signal.SIGKILL)
+                        worker.wait(10)
+                        raise AssertionError(
+                            "the worker did not stop within 90 s of SIGTERM:\n"
+                            + log.read_text(errors="replace")[-3000:]
+                        ) from None
+            finally:
+                engine.stop()
     trace_id = played[0]["trace_id"]
     assert re.fullmatch(r"[0-9a-f]{32}", trace_id)
     # The engine's console exporter printed its spans of that trace (CreateGame, the publish).
